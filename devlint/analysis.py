@@ -1,0 +1,290 @@
+"""Analyses shared by the rules: string values, CUDA-availability guards, where an expression is used as
+a device, and which device variable is in scope. Rules ask; nothing here reports."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from devlint.context import Context, dotted_name
+
+# Calls that answer "is there an accelerator?" (any of them in a condition makes it a guard).
+AVAILABILITY_CALLS = frozenset({
+    "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized",
+    "torch.backends.mps.is_available", "torch.backends.mps.is_built", "torch.backends.cudnn.is_available",
+    "torch.accelerator.is_available", "torch.accelerator.device_count", "torch.xpu.is_available",
+    "torch.mps.device_count",
+})
+# Calls that initialise CUDA in the process (CUDA_VISIBLE_DEVICES is read at that point).
+CUDA_INIT_CALLS = frozenset({
+    "torch.cuda.device_count", "torch.cuda.is_available", "torch.cuda.init", "torch.cuda.set_device",
+    "torch.cuda.current_device", "torch.cuda.get_device_name", "torch.cuda.get_device_properties",
+    "torch.cuda.get_device_capability", "torch.cuda.mem_get_info", "torch.cuda.synchronize",
+    "torch.cuda.empty_cache", "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated",
+    "torch.cuda.memory_reserved", "torch.cuda.current_stream", "torch.cuda.Stream", "torch.cuda.Event",
+    "torch.cuda.device", "torch.cuda.FloatTensor", "torch.cuda.LongTensor",
+})
+# Packages whose device= keyword means a torch device; any other imported callee's device= is its own.
+TORCH_ECOSYSTEM = frozenset({
+    "torch", "torchvision", "torchaudio", "torchtext", "transformers", "sentence_transformers",
+    "diffusers", "timm", "accelerate", "peft", "torchmetrics", "lightning", "pytorch_lightning",
+})
+_GUARDISH = re.compile(r"cuda|gpu|accelerat", re.IGNORECASE)
+_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|[a-z0-9_]*_device|device_[a-z0-9_]*)$", re.IGNORECASE)
+_EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "pytest.exit", "unittest.SkipTest"})
+
+
+def string_value(node: cst.CSTNode) -> str | None:
+    """The value of a plain (non-f, non-bytes) string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        if "b" in node.prefix.lower():
+            return None
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = string_value(node.left), string_value(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def is_device_var_name(name: str) -> bool:
+    return bool(_DEVICE_NAME.match(name.split(".")[-1]))
+
+
+def _walk_expr(node: cst.CSTNode):
+    """Yield ``node`` and its sub-expressions (not into lambdas)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        if isinstance(cur, cst.Lambda):
+            continue
+        stack.extend(cur.children)
+
+
+class Guards:
+    """Answers "is this node only reached when CUDA (or another accelerator) was checked for?"."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._block_guard: dict[cst.CSTNode, int | None] = {}
+        self.guard_names: set[str] = set()
+        # Variables holding an availability test: use_gpu = torch.cuda.is_available()
+        for _ in range(2):
+            for assign in ctx.nodes(cst.Assign):
+                if self.is_test(assign.value):
+                    for target in assign.targets:
+                        name = dotted_name(target.target)
+                        if name:
+                            self.guard_names.add(name)
+        self.module_guarded = any(
+            dotted_name(t.target) == "pytestmark" and self.is_test(a.value)
+            for a in ctx.nodes(cst.Assign) for t in a.targets
+        )
+
+    def is_test(self, expr: cst.CSTNode) -> bool:
+        """Does this condition look at accelerator availability or at which device is in use?"""
+        ctx = self.ctx
+        for sub in _walk_expr(expr):
+            if isinstance(sub, cst.Call):
+                name = ctx.qualname(sub.func) or dotted_name(sub.func) or ""
+                if name in AVAILABILITY_CALLS or _GUARDISH.search(name.split(".")[-1]):
+                    return True
+            elif isinstance(sub, (cst.Name, cst.Attribute)):
+                name = dotted_name(sub)
+                if name and (name in self.guard_names or _GUARDISH.search(name)):
+                    return True
+            elif isinstance(sub, cst.Comparison):
+                for part in [sub.left, *(c.comparator for c in sub.comparisons)]:
+                    value = string_value(part)
+                    if value is not None and re.match(r"(cuda|mps|cpu|gpu|xpu)\b", value, re.IGNORECASE):
+                        return True
+        return False
+
+    def _decorated_guard(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
+        if isinstance(node, cst.FunctionDef) and _GUARDISH.search(node.name.value):
+            return True
+        return any(self.is_test(d.decorator) for d in node.decorators)
+
+    def _is_exit(self, stmt: cst.BaseStatement) -> bool:
+        body = stmt.body.body if isinstance(stmt, cst.If) else []
+        if isinstance(body, cst.BaseSuite) or not body:
+            return False
+        last = body[-1]
+        small = last.body if isinstance(last, cst.SimpleStatementLine) else []
+        for s in small:
+            if isinstance(s, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+                return True
+            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+                name = self.ctx.qualname(s.value.func) or dotted_name(s.value.func)
+                if name in _EXIT_CALLS:
+                    return True
+        return False
+
+    def _first_guard_index(self, block: cst.CSTNode, body) -> int | None:  # type: ignore[no-untyped-def]
+        if block not in self._block_guard:
+            found = None
+            for i, stmt in enumerate(body):
+                if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_test(stmt.test) and self._is_exit(stmt):
+                    found = i
+                    break
+                if isinstance(stmt, cst.SimpleStatementLine) and any(
+                    isinstance(s, cst.Assert) and self.is_test(s.test) for s in stmt.body
+                ):
+                    found = i
+                    break
+            self._block_guard[block] = found
+        return self._block_guard[block]
+
+    def is_guarded(self, node: cst.CSTNode) -> bool:
+        if self.module_guarded:
+            return True
+        ctx = self.ctx
+        child = node
+        for anc in ctx.ancestors(node):
+            if isinstance(anc, (cst.If, cst.While)) and child is not anc.test and self.is_test(anc.test):
+                return True
+            if isinstance(anc, cst.Else) or isinstance(anc, cst.If):
+                pass
+            if isinstance(anc, cst.IfExp) and child is not anc.test and self.is_test(anc.test):
+                return True
+            if isinstance(anc, cst.BooleanOperation) and child is anc.right and self.is_test(anc.left):
+                return True
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef)) and self._decorated_guard(anc):
+                return True
+            if isinstance(anc, cst.Try) and child is anc.body and any(
+                h.type is None or (dotted_name(h.type) or "").split(".")[-1]
+                in ("Exception", "BaseException", "RuntimeError", "AssertionError", "AttributeError")
+                or isinstance(h.type, cst.Tuple)
+                for h in anc.handlers
+            ):
+                return True
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child in anc.body:
+                first = self._first_guard_index(anc, anc.body)
+                if first is not None and anc.body.index(child) > first:
+                    return True
+            child = anc
+        return False
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    """How an expression is used as a device."""
+
+    kind: str  # "torch.device", "keyword", "to", "assign", "dict", "default", "argparse"
+    expr: cst.BaseExpression  # the outermost expression in the device position
+    target: str | None = None  # the variable assigned, for kind "assign"
+
+
+class DeviceUses:
+    """Where string literals (and names) are used as a torch device."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        # Names and attributes passed where a device goes: .to(dev), device=dev, torch.device(dev)
+        self.device_names: set[str] = set()
+        for call in ctx.nodes(cst.Call):
+            for arg in self._device_args(call):
+                name = dotted_name(arg.value)
+                if name:
+                    self.device_names.add(name)
+
+    def _keyword_callee_is_torch(self, call: cst.Call) -> bool:
+        qn = self.ctx.qualname(call.func)
+        if qn is None:
+            return True  # a method, or a function of this file: may well forward to torch
+        return qn.split(".")[0] in TORCH_ECOSYSTEM
+
+    def _device_args(self, call: cst.Call) -> list[cst.Arg]:
+        ctx = self.ctx
+        out: list[cst.Arg] = []
+        qn = ctx.qualname(call.func)
+        if qn == "torch.device":
+            if call.args and call.args[0].keyword is None or (call.args and call.args[0].keyword and call.args[0].keyword.value == "type"):
+                out.append(call.args[0])
+            return out
+        is_to = isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and qn is None
+        for i, arg in enumerate(call.args):
+            if arg.keyword is not None:
+                if arg.keyword.value == "device" and (is_to or self._keyword_callee_is_torch(call)):
+                    out.append(arg)
+                elif arg.keyword.value == "map_location" and qn == "torch.load":
+                    out.append(arg)
+            elif is_to and i == 0 and arg.star == "":
+                out.append(arg)
+        return out
+
+    def use_of(self, node: cst.BaseExpression) -> DeviceUse | None:
+        ctx = self.ctx
+        expr: cst.CSTNode = node
+        parent = ctx.parent(expr)
+        # climb through conditional expressions: "cuda" if ok else "cpu" is used where the IfExp is
+        while isinstance(parent, (cst.IfExp, cst.BooleanOperation)) and getattr(parent, "test", None) is not expr:
+            expr, parent = parent, ctx.parent(parent)
+        if isinstance(parent, cst.Arg):
+            call = ctx.parent(parent)
+            if isinstance(call, cst.Call) and parent in self._device_args(call):
+                qn = ctx.qualname(call.func)
+                kind = "torch.device" if qn == "torch.device" else "keyword" if parent.keyword else "to"
+                if kind == "keyword" and isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
+                    kind = "to"
+                return DeviceUse(kind, expr)  # type: ignore[arg-type]
+            if isinstance(call, cst.Call) and parent.keyword and parent.keyword.value == "default":
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "add_argument" and any(
+                    "device" in (string_value(a.value) or "") for a in call.args if a.keyword is None
+                ):
+                    return DeviceUse("argparse", expr)  # type: ignore[arg-type]
+            return None
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            for target in targets:
+                name = dotted_name(target)
+                if name and (name in self.device_names or is_device_var_name(name)):
+                    return DeviceUse("assign", expr, name)  # type: ignore[arg-type]
+            return None
+        if isinstance(parent, cst.DictElement) and parent.value is expr:
+            key = string_value(parent.key)
+            if key is not None and is_device_var_name(key):
+                return DeviceUse("dict", expr)  # type: ignore[arg-type]
+            return None
+        if isinstance(parent, cst.Param) and parent.default is expr and is_device_var_name(parent.name.value):
+            return DeviceUse("default", expr)  # type: ignore[arg-type]
+        return None
+
+
+def guards(ctx: Context) -> Guards:
+    return ctx.shared("guards", Guards)
+
+
+def device_uses(ctx: Context) -> DeviceUses:
+    return ctx.shared("device_uses", DeviceUses)
+
+
+def device_variable_in_scope(ctx: Context, node: cst.CSTNode, exclude: cst.CSTNode | None = None) -> str | None:
+    """A variable holding a device that ``node`` can use (``device``, ``DEVICE``, ...), or None.
+
+    A function's parameter or local bound before ``node``, else a module-level variable (bound before
+    ``node`` when ``node`` is itself at module level).
+    """
+    func = ctx.enclosing_function(node)
+    pos = ctx.order[node]
+    if func is not None:
+        for param in [*func.params.params, *func.params.kwonly_params, *func.params.posonly_params]:
+            if is_device_var_name(param.name.value) and param.name.value != "self":
+                return param.name.value
+    for assign in ctx.nodes(cst.Assign):
+        if assign is exclude or ctx.order[assign] > pos and ctx.enclosing_function(assign) is func:
+            continue
+        owner = ctx.enclosing_function(assign)
+        if owner is not func and owner is not None:
+            continue
+        if exclude is not None and (exclude is assign.value or any(a is assign for a in ctx.ancestors(exclude))):
+            continue
+        for target in assign.targets:
+            if isinstance(target.target, cst.Name) and is_device_var_name(target.target.value):
+                return target.target.value
+    return None

@@ -1,0 +1,144 @@
+"""Command line: ``devlint [PATH...]`` (lint), ``devlint rule CODE``, ``devlint rules``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from devlint import __version__, report
+from devlint.config import NON_RULE_CODES, ConfigError, expand_codes, resolve
+from devlint.rules import all_rules
+from devlint.runner import Options, run
+
+
+class _DefaultGroup(click.Group):
+    """``devlint src/`` runs ``devlint check src/``: a first argument that is no subcommand is a path."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="devlint", message="%(prog)s %(version)s")
+def main() -> None:
+    """devlint: find and fix PyTorch device bugs.
+
+    \b
+    devlint [OPTIONS] [PATH]...   lint (the same as `devlint check`)
+    devlint rule DEV001           print a rule's reference page
+    devlint rules                 list the rules
+    """
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [part for value in values for part in value.split(",") if part.strip()]
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix/--diff) or show unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
+@click.option("--extend-select", multiple=True, help="Codes or prefixes to enable on top of the selection.")
+@click.option("--ignore", multiple=True, help="Codes or prefixes to disable.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", is_flag=True, help="Print the count of findings per rule.")
+@click.option("--output-format", type=click.Choice(report.FORMATS), default="text", show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--config", "config_file", type=click.Path(), help="Use this pyproject.toml / TOML file.")
+def check(paths: tuple[str, ...], fix: bool, unsafe_fixes: bool, diff: bool, select: tuple[str, ...],
+          extend_select: tuple[str, ...], ignore: tuple[str, ...], exit_zero: bool, statistics: bool,
+          output_format: str, quiet: bool, config_file: str | None) -> None:
+    """Lint PATHS (default: the current directory)."""
+    try:
+        config = resolve(config_file, list(paths))
+        if select:
+            codes = expand_codes(_split(select), "--select")
+        else:
+            codes = expand_codes(config.select, "select") if config.select is not None else set(all_rules())
+            codes -= expand_codes(config.ignore, "ignore")
+        codes |= expand_codes(config.extend_select, "extend-select") | expand_codes(_split(extend_select), "--extend-select")
+        codes -= expand_codes(_split(ignore), "--ignore")
+        for path in paths:
+            if path == "-":
+                raise ConfigError("reading from standard input is not supported; name a file")
+    except ConfigError as exc:
+        click.echo(f"devlint: error: {exc}", err=True)
+        sys.exit(2)
+
+    try:
+        result = run(list(paths), config, Options(select=codes, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff))
+    except Exception as exc:  # an internal error: say so, exit 2
+        click.echo(f"devlint: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)
+
+    findings = sorted(result.findings, key=lambda f: f.sort_key)
+    for crash in result.crashes:
+        click.echo(f"devlint: error: {crash}", err=True)
+
+    if diff:
+        out = "".join(r.diff for r in result.files)
+        click.echo(out, nl=False)
+        if not quiet:
+            n = len(result.fixed)
+            click.echo(f"Would fix {n} error{'s' if n != 1 else ''}." if n else "No errors would be fixed.", err=True)
+        sys.exit(2 if result.crashes else (1 if result.fixed and not exit_zero else 0))
+
+    if statistics:
+        click.echo(report.statistics(findings, unsafe_fixes), nl=False)
+    else:
+        click.echo(report.render(output_format, findings), nl=False)
+    if output_format == "text" and not quiet and not statistics:
+        click.echo(_summary(findings, result.fixed, fix, unsafe_fixes), nl=False)
+    if result.crashes:
+        sys.exit(2)
+    sys.exit(1 if findings and not exit_zero else 0)
+
+
+def _summary(findings, fixed, fix: bool, unsafe: bool) -> str:  # type: ignore[no-untyped-def]
+    lines = []
+    n, m = len(findings), len(fixed)
+    if n == 0 and m == 0:
+        return "All checks passed!\n"
+    if fix and m:
+        lines.append(f"Found {n + m} error{'s' if n + m != 1 else ''} ({m} fixed, {n} remaining).")
+    elif n:
+        lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability.value == "safe")
+    hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability.value == "unsafe")
+    if unsafe:
+        safe, hidden = safe + hidden, 0
+    if safe:
+        option = "`--fix --unsafe-fixes`" if unsafe else "`--fix`"
+        lines.append(f"[*] {safe} fixable with the {option} option" + (
+            f" ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option)." if hidden else "."))
+    elif hidden:
+        lines.append(f"No fixes available ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option).")
+    return "".join(line + "\n" for line in lines)
+
+
+@main.command("rule")
+@click.argument("code")
+def rule_cmd(code: str) -> None:
+    """Print the reference page of rule CODE."""
+    rules = all_rules()
+    cls = rules.get(code.upper())
+    if cls is None:
+        click.echo(f"devlint: error: unknown rule {code!r} (known: {', '.join(rules)})", err=True)
+        sys.exit(2)
+    click.echo(cls.page(), nl=False)
+
+
+@main.command("rules")
+def rules_cmd() -> None:
+    """List the rules: code, name, fix availability, summary."""
+    for code, cls in all_rules().items():
+        click.echo(f"{code}  {cls.name:<24} fix: {cls.fix_availability:<9} {cls.summary}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

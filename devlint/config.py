@@ -1,0 +1,134 @@
+"""``[tool.devlint]`` in pyproject.toml: found by walking up from the paths, validated strictly."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from devlint.rules import all_rules
+
+NON_RULE_CODES = ("E902", "E999")  # I/O and syntax errors: always reported
+
+
+class ConfigError(Exception):
+    """Bad configuration or usage; the message names the key or option (exit 2)."""
+
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+    ".pants.d", ".pytest_cache", ".pytype", ".ruff_cache", ".devlint_cache", ".svn", ".tox", ".venv",
+    ".vscode", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv",
+)
+
+
+@dataclass
+class Config:
+    root: Path  # the directory holding the config file (or cwd): patterns are relative to it
+    path: Path | None = None
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    extend_exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    respect_gitignore: bool = True
+
+
+_KEYS = {
+    "select": "codes", "extend-select": "codes", "ignore": "codes", "exclude": "strings",
+    "extend-exclude": "strings", "per-file-ignores": "table", "respect-gitignore": "bool",
+}
+
+
+def expand_codes(patterns: list[str], where: str) -> set[str]:
+    """Codes matching each code or prefix (``DEV``, ``DEV00``, ``ALL``); an unknown one is an error."""
+    codes = set(all_rules())
+    out: set[str] = set()
+    for pattern in patterns:
+        pattern = pattern.strip().upper()
+        if not pattern:
+            continue
+        if pattern == "ALL":
+            out |= codes
+            continue
+        matched = {c for c in codes if c.startswith(pattern)}
+        if not matched:
+            raise ConfigError(f"{where}: unknown rule code or prefix {pattern!r}")
+        out |= matched
+    return out
+
+
+def _check(key: str, value: object, source: str) -> object:
+    kind = _KEYS[key]
+    where = f"{source}: [tool.devlint] {key}"
+    if kind in ("codes", "strings"):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where} must be a list of strings")
+        if kind == "codes":
+            expand_codes(value, where)
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false")
+    elif kind == "table":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where} must be a table of pattern = [codes]")
+        for pattern, codes in value.items():
+            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                raise ConfigError(f"{where}.{pattern!r} must be a list of codes")
+            expand_codes(codes, f"{where}.{pattern!r}")
+    return value
+
+
+def load_config(path: Path) -> Config:
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    section = data.get("tool", {}).get("devlint", {}) if path.name == "pyproject.toml" else data
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [tool.devlint] must be a table")
+    cfg = Config(root=path.parent.resolve(), path=path)
+    for key, value in section.items():
+        if key not in _KEYS:
+            known = ", ".join(sorted(_KEYS))
+            raise ConfigError(f"{path}: unknown key {key!r} in [tool.devlint] (known keys: {known})")
+        _check(key, value, str(path))
+        setattr(cfg, key.replace("-", "_"), value)
+    return cfg
+
+
+def find_config(paths: list[str]) -> Path | None:
+    """The nearest pyproject.toml with a [tool.devlint] table, walking up from the first path."""
+    start = Path(paths[0] if paths else ".").resolve()
+    if not start.is_dir():
+        start = start.parent
+    for directory in [start, *start.parents]:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                with open(candidate, "rb") as fh:
+                    data = tomllib.load(fh)
+            except (OSError, tomllib.TOMLDecodeError):
+                return candidate  # let load_config report it
+            if "devlint" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def resolve(config_file: str | None, paths: list[str]) -> Config:
+    if config_file is not None:
+        return load_config(Path(config_file))
+    found = find_config(paths)
+    if found is None:
+        return Config(root=Path(os.getcwd()).resolve())
+    return load_config(found)

@@ -1,0 +1,149 @@
+"""One parsed module and what every rule asks of it: parents, import aliases, positions.
+
+The module is traversed once, here. Import aliases are resolved from the import statements themselves
+(``import torch as T``, ``from torch import device as Device``, ``from os import environ``): LibCST's
+QualifiedNameProvider gives the same answer for these but costs several times a parse, and devlint must
+stay fast on large trees. Positions come from LibCST's PositionProvider, resolved only when a rule
+reports something.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterator, TypeVar
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+def dotted_name(node: cst.BaseExpression | None) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _import_target(node: cst.BaseExpression) -> str:
+    return dotted_name(node) or ""
+
+
+class _Indexer(cst.CSTVisitor):
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        ctx = self.ctx
+        if self.stack:
+            ctx.parents[node] = self.stack[-1]
+        ctx.order[node] = len(ctx.order)
+        self.stack.append(node)
+        ctx.by_type[type(node)].append(node)
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _import_target(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    ctx.aliases[alias.asname.name.value] = full
+                else:
+                    root = full.split(".")[0]
+                    ctx.aliases[root] = root
+                ctx.imported_modules.add(full)
+        elif isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None:
+            module = _import_target(node.module)
+            ctx.imported_modules.add(module)
+            if not isinstance(node.names, cst.ImportStar):
+                for alias in node.names:
+                    name = _import_target(alias.name)
+                    bound = name
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        bound = alias.asname.name.value
+                    ctx.aliases[bound] = f"{module}.{name}"
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+class Context:
+    """Everything rules may ask about one module."""
+
+    def __init__(self, module: cst.Module, path: str = "<string>") -> None:
+        self.module = module
+        self.path = path
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.order: dict[cst.CSTNode, int] = {}  # pre-order index: source order
+        self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        self.aliases: dict[str, str] = {}  # bound name -> qualified name
+        self.imported_modules: set[str] = set()
+        self._positions: dict | None = None
+        self._cache: dict[str, object] = {}  # shared analyses, computed once per module
+        module.visit(_Indexer(self))
+
+    # --- structure -------------------------------------------------------------------------
+    def nodes(self, kind: type[N]) -> list[N]:
+        return self.by_type.get(kind, [])  # type: ignore[return-value]
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        cur = self.parents.get(node)
+        while cur is not None:
+            yield cur
+            cur = self.parents.get(cur)
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        for anc in self.ancestors(node):
+            if isinstance(anc, cst.FunctionDef):
+                return anc
+        return None
+
+    def shared(self, key: str, factory):  # type: ignore[no-untyped-def]
+        """A per-module analysis computed once and shared by every rule that asks for it."""
+        if key not in self._cache:
+            self._cache[key] = factory(self)
+        return self._cache[key]
+
+    # --- names -----------------------------------------------------------------------------
+    def qualname(self, node: cst.BaseExpression | None) -> str | None:
+        """The imported qualified name of a Name/Attribute chain (``T.cuda.is_available`` ->
+        ``torch.cuda.is_available``), or None when its root is not an imported name."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        root, _, rest = dotted.partition(".")
+        target = self.aliases.get(root)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def call_name(self, call: cst.Call) -> str | None:
+        return self.qualname(call.func)
+
+    @property
+    def imports_torch(self) -> bool:
+        return any(m == "torch" or m.startswith("torch.") for m in self.imported_modules)
+
+    def module_alias(self, qualified: str) -> str | None:
+        """A name bound to module ``qualified`` in this file (``T`` for ``import torch as T``)."""
+        for name, target in self.aliases.items():
+            if target == qualified:
+                return name
+        return None
+
+    # --- positions -------------------------------------------------------------------------
+    def range(self, node: cst.CSTNode) -> CodeRange:
+        if self._positions is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = dict(wrapper.resolve(PositionProvider))
+        return self._positions[node]
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)

@@ -1,0 +1,396 @@
+"""What is known about a tensor's provenance: may it require grad, may it live off the CPU?
+
+A small abstract interpreter over each scope's statements in order (branches merged, loops run twice).
+It knows a value only from evidence in the code — a torch factory, ``nn.Parameter``, a module call, a
+``.cuda()``/``.to(device)`` move — and forgets it at the first unknown call: precision beats recall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+from devlint.analysis import string_value
+from devlint.context import Context, dotted_name
+
+FACTORIES = frozenset({
+    "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
+    "logspace", "eye", "as_tensor", "from_numpy", "normal", "zeros_like", "ones_like", "empty_like",
+    "full_like", "rand_like", "randn_like", "randint_like", "Tensor", "FloatTensor", "LongTensor",
+})
+# Methods whose result cannot require grad (integer/bool results), device kept.
+NON_DIFFERENTIABLE = frozenset({
+    "argmax", "argmin", "argsort", "long", "int", "bool", "byte", "short", "eq", "ne", "lt", "gt", "le", "ge",
+    "sign", "nonzero", "isnan", "isinf", "isfinite", "topk_indices", "unique",
+})
+# Methods (and attributes) that leave the tensor world.
+NOT_TENSOR = frozenset({
+    "numpy", "item", "tolist", "size", "dim", "numel", "shape", "dtype", "device", "is_cuda",
+    "requires_grad", "ndim", "stride", "data_ptr", "element_size", "nelement", "__len__", "keys", "items",
+    "parameters", "named_parameters", "state_dict", "modules", "children", "buffers", "type",
+})
+MODULE_KEEP = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16",
+                         "requires_grad_", "share_memory", "apply", "zero_grad"})
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                              "torch.autograd.grad_mode.no_grad", "torch.enable_grad"})
+MODULE_FACTORIES_SUFFIX = (".from_pretrained",)
+MODULE_ROOTS = ("torchvision.models", "timm.create_model")
+
+
+@dataclass(frozen=True)
+class Val:
+    kind: str = "tensor"  # "tensor" or "module"
+    grad: str | None = None  # why it may require grad
+    gpu: str | None = None  # why it may live off the CPU
+
+
+def _union(*vals: Val | None) -> Val | None:
+    known = [v for v in vals if v is not None and v.kind == "tensor"]
+    if not known:
+        return None
+    grad = next((v.grad for v in known if v.grad), None)
+    gpu = next((v.gpu for v in known if v.gpu), None)
+    return Val("tensor", grad, gpu)
+
+
+def _merge_env(a: dict[str, Val | None], b: dict[str, Val | None]) -> dict[str, Val | None]:
+    out: dict[str, Val | None] = {}
+    for key in a.keys() | b.keys():
+        va, vb = a.get(key), b.get(key)
+        if va is None or vb is None:
+            out[key] = va or vb
+        elif va.kind != vb.kind:
+            out[key] = va
+        else:
+            out[key] = Val(va.kind, va.grad or vb.grad, va.gpu or vb.gpu)
+    return out
+
+
+def _is_cpu_device(ctx: Context, expr: cst.BaseExpression) -> bool:
+    value = string_value(expr)
+    if value is not None:
+        return value.split(":")[0] == "cpu"
+    if isinstance(expr, cst.Call) and ctx.qualname(expr.func) == "torch.device" and expr.args:
+        return _is_cpu_device(ctx, expr.args[0].value)
+    return False
+
+
+def _is_dtype(ctx: Context, expr: cst.BaseExpression) -> bool:
+    qn = ctx.qualname(expr) or ""
+    return qn.startswith("torch.") and qn.split(".")[-1][:1].islower() and qn.count(".") == 1 and not isinstance(expr, cst.Call)
+
+
+class Provenance:
+    """Runs the interpreter over every scope; ``numpy_receivers`` maps each ``.numpy()`` call to what is
+    known of its receiver."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.numpy_receivers: dict[cst.Call, Val] = {}
+        self.module_classes = self._module_classes()
+        module_env = self._exec(ctx.module.body, {}, False)
+        for func in ctx.nodes(cst.FunctionDef):
+            env = dict(module_env)
+            params = func.params
+            for p in [*params.params, *params.kwonly_params, *params.posonly_params]:
+                env[p.name.value] = None
+            for star in (params.star_arg, params.star_kwarg):
+                if isinstance(star, cst.Param):
+                    env[star.name.value] = None
+            no_grad = any(self._no_grad_expr(d.decorator) for d in func.decorators)
+            if isinstance(func.body, cst.IndentedBlock):
+                self._exec(func.body.body, env, no_grad)
+            else:
+                self._exec([func.body], env, no_grad)
+
+    # --- classes -------------------------------------------------------------------------
+    def _module_classes(self) -> set[str]:
+        ctx = self.ctx
+        names: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for cls in ctx.nodes(cst.ClassDef):
+                if cls.name.value in names:
+                    continue
+                for base in cls.bases:
+                    qn = ctx.qualname(base.value) or ""
+                    if (qn.startswith("torch.nn.") or qn.endswith("LightningModule")
+                            or dotted_name(base.value) in names):
+                        names.add(cls.name.value)
+                        changed = True
+                        break
+        return names
+
+    def _no_grad_expr(self, expr: cst.BaseExpression) -> bool:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        qn = self.ctx.qualname(target) or ""
+        if qn == "torch.set_grad_enabled" and isinstance(expr, cst.Call) and expr.args:
+            return isinstance(expr.args[0].value, cst.Name) and expr.args[0].value.value == "False"
+        return qn in NO_GRAD_CONTEXTS and qn != "torch.enable_grad"
+
+    # --- statements ----------------------------------------------------------------------
+    def _exec(self, body, env: dict[str, Val | None], no_grad: bool) -> dict[str, Val | None]:  # type: ignore[no-untyped-def]
+        for stmt in body:
+            env = self._stmt(stmt, env, no_grad)
+        return env
+
+    def _block(self, suite: cst.BaseSuite | None, env, no_grad):  # type: ignore[no-untyped-def]
+        if suite is None:
+            return env
+        if isinstance(suite, cst.IndentedBlock):
+            return self._exec(suite.body, dict(env), no_grad)
+        return self._exec([suite], dict(env), no_grad)
+
+    def _stmt(self, stmt: cst.CSTNode, env, no_grad):  # type: ignore[no-untyped-def]
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            env = dict(env)
+            env[stmt.name.value] = None
+            return env
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in stmt.body:
+                env = self._small(small, env, no_grad)
+            return env
+        if isinstance(stmt, cst.If):
+            self._eval(stmt.test, env, no_grad)
+            a = self._block(stmt.body, env, no_grad)
+            b = self._block(stmt.orelse.body, env, no_grad) if isinstance(stmt.orelse, cst.Else) else (
+                self._stmt(stmt.orelse, dict(env), no_grad) if stmt.orelse is not None else env)
+            return _merge_env(a, b)
+        if isinstance(stmt, (cst.For, cst.While)):
+            if isinstance(stmt, cst.For):
+                it = self._eval(stmt.iter, env, no_grad)
+            else:
+                self._eval(stmt.test, env, no_grad)
+            out = env
+            for _ in range(2):
+                inner = dict(out)
+                if isinstance(stmt, cst.For):
+                    self._bind(stmt.target, it if it is not None and it.kind == "tensor" else None, inner)
+                inner = self._block(stmt.body, inner, no_grad)
+                out = _merge_env(out, inner)
+            if stmt.orelse is not None:
+                out = _merge_env(out, self._block(stmt.orelse.body, out, no_grad))
+            return out
+        if isinstance(stmt, cst.With):
+            inner_no_grad = no_grad
+            inner = dict(env)
+            for item in stmt.items:
+                self._eval(item.item, env, no_grad)
+                if self._no_grad_expr(item.item):
+                    inner_no_grad = True
+                if item.asname is not None:
+                    self._bind(item.asname.name, None, inner)
+            return self._block(stmt.body, inner, inner_no_grad)
+        if isinstance(stmt, cst.Try):
+            out = self._block(stmt.body, env, no_grad)
+            for handler in stmt.handlers:
+                out = _merge_env(out, self._block(handler.body, env, no_grad))
+            if stmt.orelse is not None:
+                out = self._block(stmt.orelse.body, out, no_grad)
+            if stmt.finalbody is not None:
+                out = self._block(stmt.finalbody.body, out, no_grad)
+            return out
+        # anything else (match, try*, ...): still look inside for .numpy() calls
+        self._scan(stmt, env, no_grad)
+        return env
+
+    def _small(self, small: cst.BaseSmallStatement, env, no_grad):  # type: ignore[no-untyped-def]
+        if isinstance(small, cst.Assign):
+            value = self._eval(small.value, env, no_grad)
+            env = dict(env)
+            for target in small.targets:
+                self._bind(target.target, value, env, small.value)
+            return env
+        if isinstance(small, cst.AnnAssign):
+            if small.value is None:
+                return env
+            value = self._eval(small.value, env, no_grad)
+            env = dict(env)
+            self._bind(small.target, value, env)
+            return env
+        if isinstance(small, cst.AugAssign):
+            value = _union(self._eval(small.target, env, no_grad), self._eval(small.value, env, no_grad))
+            env = dict(env)
+            self._bind(small.target, value, env)
+            return env
+        self._scan(small, env, no_grad)
+        return env
+
+    def _bind(self, target: cst.CSTNode, value: Val | None, env, source: cst.CSTNode | None = None) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(target, cst.Name):
+            env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elems = list(source.elements) if isinstance(source, (cst.Tuple, cst.List)) else None
+            for i, el in enumerate(target.elements):
+                if elems is not None and len(elems) == len(target.elements):
+                    self._bind(el.value, self._eval(elems[i].value, env, False), env)
+                else:
+                    self._bind(el.value, value if value is not None and value.kind == "tensor" else None, env)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, None, env)
+        elif isinstance(target, (cst.Attribute, cst.Subscript)):
+            name = dotted_name(target)
+            if name:
+                env[name] = value
+
+    def _scan(self, node: cst.CSTNode, env, no_grad) -> None:  # type: ignore[no-untyped-def]
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                self._eval(child, env, no_grad)
+            elif not isinstance(child, (cst.BaseSuite, cst.BaseCompoundStatement)):
+                self._scan(child, env, no_grad)
+
+    # --- expressions ---------------------------------------------------------------------
+    def _eval(self, expr: cst.BaseExpression, env, no_grad: bool) -> Val | None:  # type: ignore[no-untyped-def]
+        ctx = self.ctx
+        if isinstance(expr, cst.Name):
+            return env.get(expr.value)
+        if isinstance(expr, cst.Call):
+            return self._call(expr, env, no_grad)
+        if isinstance(expr, cst.Attribute):
+            name = dotted_name(expr)
+            if name and name in env:
+                return env[name]
+            base = self._eval(expr.value, env, no_grad)
+            attr = expr.attr.value
+            if base is None or base.kind != "tensor" or attr in NOT_TENSOR:
+                return None
+            if attr == "data":
+                return replace(base, grad=None)
+            if attr == "grad":
+                return replace(base, grad=None)
+            return base
+        if isinstance(expr, cst.Subscript):
+            name = dotted_name(expr)
+            if name and name in env:
+                return env[name]
+            base = self._eval(expr.value, env, no_grad)
+            for el in expr.slice:
+                self._scan(el, env, no_grad)
+            return base if base is not None and base.kind == "tensor" else None
+        if isinstance(expr, cst.BinaryOperation):
+            out = _union(self._eval(expr.left, env, no_grad), self._eval(expr.right, env, no_grad))
+            return replace(out, grad=None) if out and no_grad else out
+        if isinstance(expr, cst.UnaryOperation):
+            val = self._eval(expr.expression, env, no_grad)
+            return None if isinstance(expr.operator, cst.Not) else val
+        if isinstance(expr, cst.Comparison):
+            vals = [self._eval(expr.left, env, no_grad)] + [self._eval(c.comparator, env, no_grad) for c in expr.comparisons]
+            out = _union(*vals)
+            return replace(out, grad=None) if out else None
+        if isinstance(expr, cst.IfExp):
+            self._eval(expr.test, env, no_grad)
+            return _union(self._eval(expr.body, env, no_grad), self._eval(expr.orelse, env, no_grad))
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            inner = dict(env)
+            comp: cst.BaseCompFor | None = expr.for_in
+            while comp is not None:
+                it = self._eval(comp.iter, inner, no_grad)
+                self._bind(comp.target, it if it is not None and it.kind == "tensor" else None, inner)
+                for cond in comp.ifs:
+                    self._eval(cond.test, inner, no_grad)
+                comp = comp.inner_for_in
+            self._eval(expr.elt, inner, no_grad)
+            return None
+        if isinstance(expr, cst.Lambda):
+            return None
+        self._scan(expr, env, no_grad)
+        return None
+
+    def _call(self, call: cst.Call, env, no_grad: bool) -> Val | None:  # type: ignore[no-untyped-def]
+        ctx = self.ctx
+        func = call.func
+        args = [self._eval(a.value, env, no_grad) for a in call.args]
+        qn = ctx.qualname(func)
+        kwargs = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        if qn is not None:
+            parts = qn.split(".")
+            if parts[0] == "torch" and len(parts) == 2 and parts[1] in FACTORIES:
+                grad = gpu = None
+                rg = kwargs.get("requires_grad")
+                if isinstance(rg, cst.Name) and rg.value == "True":
+                    grad = f"created with requires_grad=True"
+                dev = kwargs.get("device")
+                if dev is not None and not _is_cpu_device(ctx, dev):
+                    gpu = f"created with device={ctx.code(dev)}"
+                if parts[1].endswith("_like") and args and args[0] is not None and not gpu and dev is None:
+                    gpu = args[0].gpu
+                return Val("tensor", grad, gpu)
+            if qn in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                rg = kwargs.get("requires_grad")
+                grad = None if isinstance(rg, cst.Name) and rg.value == "False" else "an nn.Parameter"
+                return Val("tensor", grad, args[0].gpu if args and args[0] else None)
+            if (qn.startswith("torch.nn.") and parts[-1][:1].isupper() and "functional" not in parts) \
+                    or qn.startswith(MODULE_ROOTS) or (qn.endswith(MODULE_FACTORIES_SUFFIX) and parts[0] in ("transformers", "diffusers", "timm", "torchvision")):
+                return Val("module")
+            if parts[0] == "torch" and qn not in NO_GRAD_CONTEXTS:
+                out = _union(*args, *self._list_elements(call, env, no_grad))
+                if out is not None and no_grad:
+                    out = replace(out, grad=None)
+                return out
+            return None
+        if isinstance(func, cst.Name) and func.value in self.module_classes:
+            return Val("module")
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            recv = self._eval(func.value, env, no_grad)
+            if method == "numpy":
+                force = kwargs.get("force")
+                if recv is not None and recv.kind == "tensor" and not (isinstance(force, cst.Name) and force.value == "True"):
+                    prev = self.numpy_receivers.get(call)
+                    self.numpy_receivers[call] = Val("tensor", recv.grad or (prev and prev.grad),
+                                                     recv.gpu or (prev and prev.gpu))
+                return None
+            if method == "cuda":
+                kind = recv.kind if recv is not None else "tensor"
+                return Val(kind, recv.grad if recv else None, "moved with .cuda()")
+            if method == "to":
+                target = call.args[0].value if call.args and call.args[0].keyword is None else kwargs.get("device")
+                if target is None or _is_dtype(ctx, target) or isinstance(target, cst.Attribute) and (ctx.qualname(target) or "").startswith("torch.") and "device" not in ctx.code(target):
+                    return recv
+                if _is_cpu_device(ctx, target):
+                    return replace(recv, gpu=None) if recv else None
+                kind = recv.kind if recv is not None else "tensor"
+                return Val(kind, recv.grad if recv else None, f"moved with .to({ctx.code(target)})")
+            if recv is None:
+                return None
+            if recv.kind == "module":
+                if method in MODULE_KEEP:
+                    return recv
+                if method == "forward":
+                    return self._module_output(recv, args, no_grad, ctx.code(func.value))
+                return None
+            if method == "cpu":
+                return replace(recv, gpu=None)
+            if method in ("detach", "detach_"):
+                return replace(recv, grad=None)
+            if method == "requires_grad_":
+                return replace(recv, grad="made to require grad with .requires_grad_()")
+            if method in NOT_TENSOR:
+                return None
+            if method in NON_DIFFERENTIABLE:
+                return replace(recv, grad=None)
+            out = _union(recv, *args)
+            return replace(out, grad=None) if out and no_grad else out
+        callee = self._eval(func, env, no_grad)
+        if callee is not None and callee.kind == "module":
+            return self._module_output(callee, args, no_grad, ctx.code(func))
+        return None
+
+    def _list_elements(self, call: cst.Call, env, no_grad):  # type: ignore[no-untyped-def]
+        for arg in call.args:
+            if isinstance(arg.value, (cst.List, cst.Tuple)):
+                for el in arg.value.elements:
+                    yield self._eval(el.value, env, no_grad)
+
+    @staticmethod
+    def _module_output(module: Val, args, no_grad: bool, name: str) -> Val:  # type: ignore[no-untyped-def]
+        gpu = module.gpu or next((a.gpu for a in args if a is not None and a.gpu), None)
+        grad = None if no_grad else f"output of {name}(...) outside torch.no_grad()"
+        return Val("tensor", grad, gpu)
+
+
+def provenance(ctx: Context) -> Provenance:
+    return ctx.shared("provenance", Provenance)

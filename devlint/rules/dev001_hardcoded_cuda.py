@@ -1,0 +1,136 @@
+"""DEV001: a CUDA device chosen with no fallback."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from devlint.analysis import device_uses, device_variable_in_scope, guards, string_value
+from devlint.context import Context
+from devlint.devicestr import InvalidDeviceString, parse_device
+from devlint.rules.base import Applicability, Edit, Finding, Fix, Rule, node_end, node_start, replace
+from devlint.rules.fixes import fallback_expr
+
+_ERROR = '"Torch not compiled with CUDA enabled"'
+
+
+class HardcodedCuda(Rule):
+    code = "DEV001"
+    name = "hard-coded-cuda"
+    summary = "A CUDA device is chosen with no torch.cuda.is_available() fallback."
+    fix_availability = "sometimes"
+    doc = '''
+## What it catches
+A CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
+variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
+`argparse` `--device` default, a `"device"` config entry, a `device=` parameter default), and
+`.cuda()` calls.
+
+Not reported: device-agnostic code — a conditional expression that tests availability
+(`"cuda" if torch.cuda.is_available() else "cpu"`, the cuda/mps/cpu chain), code inside
+`if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":` or after an early exit
+when CUDA is unavailable, guards held in a variable (`use_gpu = torch.cuda.is_available()`), code in
+functions marked as GPU-only (a decorator or name that mentions CUDA/GPU), strings in prints, comparisons
+and docs, and `device=` keywords of other libraries (DALI's `device="gpu"`). Files that never import
+torch are not checked.
+
+## Why it is a bug
+The code runs only where CUDA is present. On a laptop, a Mac (`mps`) or a CPU-only CI runner it crashes
+at the first CUDA tensor with `AssertionError: Torch not compiled with CUDA enabled` (a CPU build of
+torch) or `RuntimeError: Found no NVIDIA driver on your system` (a CUDA build without a GPU).
+
+## Example
+```python
+import torch
+
+device = "cuda"
+model = torch.nn.Linear(4, 2).cuda()
+x = torch.zeros(8, 4, device="cuda")
+```
+
+## Fix
+Choose the device once, with a fallback, and move everything with `.to(device)`:
+```python
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = torch.nn.Linear(4, 2).to(device)
+x = torch.zeros(8, 4, device=device)
+```
+The autofix does exactly this: a device string becomes `"cuda" if torch.cuda.is_available() else "cpu"`
+(with an `"mps"` branch when the file already uses mps); `.cuda()` becomes `.to(device)` when a device
+variable is in scope, else `.to("cuda" if torch.cuda.is_available() else "cpu")`; `device="cuda"`
+becomes `device=device` when a device variable is in scope. These change where code runs, so they are
+unsafe fixes: apply them with `--fix --unsafe-fixes`.
+'''
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.imports_torch:
+            return
+        uses = device_uses(ctx)
+        guard = guards(ctx)
+        for node in ctx.nodes(cst.SimpleString):
+            value = string_value(node)
+            if value is None or not value.startswith("cuda"):
+                continue
+            try:
+                device = parse_device(value)
+            except InvalidDeviceString:
+                continue  # DEV003's business
+            if device.type != "cuda":
+                continue
+            use = uses.use_of(node)
+            if use is None or guard.is_guarded(node):
+                continue
+            yield self.finding(
+                ctx, node,
+                f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
+                f'fall back with "{value}" if torch.cuda.is_available() else "cpu"',
+                self._fix_string(ctx, node, value, use.kind),
+            )
+        for call in ctx.nodes(cst.Call):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+                continue
+            if ctx.qualname(func) is not None or guard.is_guarded(call):
+                continue  # torch.cuda is a module, not a .cuda() method call
+            yield self.finding(
+                ctx, call,
+                f".cuda() crashes without a GPU ({_ERROR}); use .to(device) with a device chosen by "
+                f"torch.cuda.is_available()",
+                self._fix_cuda_call(ctx, call),
+            )
+
+    def _fix_string(self, ctx: Context, node: cst.SimpleString, value: str, kind: str) -> Fix | None:
+        if kind in ("keyword", "to"):
+            var = device_variable_in_scope(ctx, node, exclude=node)
+            if var is not None:
+                return Fix((replace(ctx, node, var),), Applicability.UNSAFE, f"Use `{var}`")
+        expr, extra = fallback_expr(ctx, value)
+        text = expr if node.value[0] in "\"'" and node.prefix == "" else None
+        if text is None:
+            return None
+        return Fix((*extra, replace(ctx, node, expr)), Applicability.UNSAFE, "Fall back to the CPU")
+
+    def _fix_cuda_call(self, ctx: Context, call: cst.Call) -> Fix | None:
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        device_arg: str | None = None
+        rest: list[str] = []
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "non_blocking":
+                rest.append(ctx.code(arg).strip().rstrip(","))
+            elif (arg.keyword is None or arg.keyword.value == "device") and isinstance(arg.value, cst.Integer) and device_arg is None:
+                device_arg = f"cuda:{arg.value.value}"
+            else:
+                return None
+        extra = []
+        target = None
+        if device_arg is None:
+            target = device_variable_in_scope(ctx, call)
+        if target is None:
+            target, extra = fallback_expr(ctx, device_arg or "cuda")
+        args = ", ".join([target, *rest])
+        edit = Edit(node_start(ctx, func.attr), node_end(ctx, call), f"to({args})")
+        return Fix((*extra, edit), Applicability.UNSAFE, "Use .to(device)")

@@ -1,0 +1,79 @@
+"""DEV002: .numpy() on a tensor that may require grad or live off the CPU."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from devlint.context import Context
+from devlint.provenance import provenance
+from devlint.rules.base import Applicability, Finding, Fix, Rule, insert_after
+
+_GRAD_ERROR = "\"Can't call numpy() on Tensor that requires grad\""
+_GPU_ERROR = '"can\'t convert cuda:0 device type tensor to numpy"'
+
+
+class NumpyNeedsDetachCpu(Rule):
+    code = "DEV002"
+    name = "numpy-needs-detach-cpu"
+    summary = ".numpy() on a tensor that may require grad or live on a GPU, without .detach()/.cpu()."
+    fix_availability = "always"
+    doc = '''
+## What it catches
+`.numpy()` on a torch tensor that, by the evidence in the code, may require grad or live off the CPU:
+created with `requires_grad=True` or as an `nn.Parameter`; the output of a module or model call (or
+arithmetic on such values) outside `torch.no_grad()` / `torch.inference_mode()`; created with a
+`device=` that is not literally the CPU; moved with `.cuda()` or `.to(device)`; and values derived from
+those (indexing, arithmetic, tensor methods).
+
+Not reported: values already passed through `.detach()` and `.cpu()` (in either order),
+`.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), objects that are not torch
+tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
+parameters with no evidence: precision beats recall here.
+
+## Why it is a bug
+NumPy arrays share memory with CPU tensors and know nothing of autograd, so torch refuses:
+`RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.`
+for a tensor in the autograd graph, and
+`TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.`
+for a tensor on a GPU. Code that "works" on a CPU laptop in `no_grad` breaks on the GPU server, and the
+other way round.
+
+## Example
+```python
+import torch
+
+model = torch.nn.Linear(4, 2).to(device)
+preds = model(x).numpy()
+```
+
+## Fix
+Insert exactly what is missing before `.numpy()`:
+```python
+preds = model(x).detach().cpu().numpy()
+```
+The autofix inserts `.detach()`, `.cpu()` or both. It is safe: the values are the same, only copied to
+host memory and cut from the autograd graph.
+'''
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.imports_torch:
+            return
+        for call, val in provenance(ctx).numpy_receivers.items():
+            if not (val.grad or val.gpu):
+                continue
+            func = call.func
+            assert isinstance(func, cst.Attribute)
+            missing = []
+            problems = []
+            if val.grad:
+                missing.append(".detach()")
+                problems.append(f"may require grad ({val.grad}), which raises {_GRAD_ERROR}")
+            if val.gpu:
+                missing.append(".cpu()")
+                problems.append(f"may be on a GPU ({val.gpu}), which raises {_GPU_ERROR}")
+            insert = "".join(missing)
+            message = f".numpy() on a tensor that {' and '.join(problems)}; call {insert} first"
+            fix = Fix((insert_after(ctx, func.value, insert),), Applicability.SAFE, f"Insert {insert}")
+            yield self.finding(ctx, call, message, fix)

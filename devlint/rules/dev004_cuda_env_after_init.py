@@ -1,0 +1,207 @@
+"""DEV004: CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER set after CUDA was initialised."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from devlint.analysis import CUDA_INIT_CALLS, string_value
+from devlint.context import Context
+from devlint.devicestr import InvalidDeviceString, parse_device
+from devlint.source import split_lines
+from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Rule, node_end, node_start
+
+ENV_VARS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+_WRITE_METHODS = {"os.environ.update", "os.environ.setdefault", "os.putenv"}
+
+
+def _is_cuda_literal(value: cst.BaseExpression) -> bool:
+    text = string_value(value)
+    if text is None:
+        return False
+    try:
+        return parse_device(text).type == "cuda"
+    except InvalidDeviceString:
+        return False
+
+
+class CudaEnvAfterInit(Rule):
+    code = "DEV004"
+    name = "cuda-env-after-init"
+    summary = "CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER set after CUDA was initialised: it has no effect."
+    fix_availability = "sometimes"
+    doc = '''
+## What it catches
+Writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`,
+`os.environ.update(...)`, `os.environ.setdefault(...)`, `os.putenv(...)` — that come after a call that
+initialises CUDA in the same flow (the module's top level in order, or the same function body in order):
+`torch.cuda.device_count()`, `torch.cuda.is_available()`, `torch.cuda.init()`, `torch.cuda.set_device()`
+and other `torch.cuda` queries, `.cuda()`, or creating a CUDA tensor.
+
+Not reported: writes before `import torch`, writes after `import torch` with no CUDA call before them,
+reads (`os.environ.get(...)`), and `env=` dictionaries for subprocesses, which configure a new process.
+
+## Why it is a bug
+The CUDA runtime reads `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` once, when CUDA is initialised in
+the process. After that, changing `os.environ` does nothing: the process keeps seeing every GPU, in the
+old order. Nothing fails — the job silently runs on the wrong GPUs, or on all of them.
+
+## Example
+```python
+import os
+import torch
+
+print(torch.cuda.device_count())
+os.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # too late: still sees every GPU
+```
+
+## Fix
+Set it first, before `import torch` (or in the shell: `CUDA_VISIBLE_DEVICES=1,2 python train.py`):
+```python
+import os
+os.environ["CUDA_VISIBLE_DEVICES"] = "1,2"
+import torch
+
+print(torch.cuda.device_count())  # 2
+```
+The autofix (unsafe) moves a module-level write with a literal value above `import torch`; elsewhere
+there is no automatic fix.
+'''
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.imports_torch:
+            return
+        first_init: dict[cst.CSTNode | None, int] = {}  # flow (function or None for module) -> order
+        for call in ctx.nodes(cst.Call):
+            if self._initialises_cuda(ctx, call):
+                flow = ctx.enclosing_function(call)
+                order = ctx.order[call]
+                if order < first_init.get(flow, order + 1):
+                    first_init[flow] = order
+        if not first_init:
+            return
+        for node, var in self._writes(ctx):
+            flow = ctx.enclosing_function(node)
+            init = first_init.get(flow)
+            if init is None or ctx.order[node] < init:
+                continue
+            message = (
+                f"{var} is set after CUDA was initialised, so it has no effect; set it before "
+                f"`import torch` (or in the shell)"
+            )
+            yield self.finding(ctx, node, message, self._fix(ctx, node))
+
+    @staticmethod
+    def _initialises_cuda(ctx: Context, call: cst.Call) -> bool:
+        qn = ctx.qualname(call.func)
+        if qn in CUDA_INIT_CALLS:
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute) and qn is None:
+            if func.attr.value == "cuda":
+                return True
+            if func.attr.value == "to" and call.args and _is_cuda_literal(call.args[0].value):
+                return True
+        return any(
+            a.keyword is not None and a.keyword.value == "device" and _is_cuda_literal(a.value)
+            for a in call.args
+        ) and (qn or "").startswith("torch.")
+
+    @staticmethod
+    def _writes(ctx: Context) -> Iterable[tuple[cst.CSTNode, str]]:
+        for assign in ctx.nodes(cst.Assign):
+            for target in assign.targets:
+                sub = target.target
+                if isinstance(sub, cst.Subscript) and ctx.qualname(sub.value) == "os.environ" and len(sub.slice) == 1:
+                    index = sub.slice[0].slice
+                    key = string_value(index.value) if isinstance(index, cst.Index) else None
+                    if key in ENV_VARS:
+                        yield assign, key
+        for call in ctx.nodes(cst.Call):
+            qn = ctx.qualname(call.func)
+            if qn not in _WRITE_METHODS:
+                continue
+            keys: list[str] = []
+            for arg in call.args:
+                if arg.keyword is not None:
+                    keys.append(arg.keyword.value)
+                elif isinstance(arg.value, cst.Dict):
+                    keys.extend(string_value(el.key) or "" for el in arg.value.elements if isinstance(el, cst.DictElement))
+                else:
+                    keys.append(string_value(arg.value) or "")
+                if qn != "os.environ.update":
+                    break  # putenv(key, value) / setdefault(key, value): only the first is a key
+            for key in keys:
+                if key in ENV_VARS:
+                    yield call, key
+                    break
+
+    @staticmethod
+    def _fix(ctx: Context, node: cst.CSTNode) -> Fix | None:
+        """Move a module-level write with a literal value above the first top-level torch import."""
+        stmt = ctx.parent(node)
+        if isinstance(node, cst.Call):
+            stmt = ctx.parent(stmt) if isinstance(stmt, cst.Expr) else None
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or stmt not in ctx.module.body:
+            return None
+        values = [node.value] if isinstance(node, cst.Assign) else [a.value for a in node.args]  # type: ignore[union-attr]
+        for value in values:
+            if isinstance(value, cst.Dict):
+                if not all(isinstance(e, cst.DictElement) and string_value(e.value) is not None for e in value.elements):
+                    return None
+            elif string_value(value) is None:
+                return None
+        body = list(ctx.module.body)
+        torch_import = next((s for s in body if isinstance(s, cst.SimpleStatementLine) and any(
+            isinstance(i, (cst.Import, cst.ImportFrom)) and CudaEnvAfterInit._imports(ctx, i, "torch") for i in s.body
+        )), None)
+        if torch_import is None or body.index(torch_import) > body.index(stmt):
+            return None
+        # the name the write uses (os / osm / environ) must be bound before the torch import
+        root = ctx.code(node).split(".")[0].split("[")[0].strip()
+        target = ctx.aliases.get(root, "")
+        bound_before = any(
+            isinstance(i, (cst.Import, cst.ImportFrom)) and CudaEnvAfterInit._binds(ctx, i, root)
+            for s in body[: body.index(torch_import)] if isinstance(s, cst.SimpleStatementLine) for i in s.body
+        )
+        nl = ctx.module.default_newline
+        prelude = ""
+        if not bound_before:
+            if target == "os":
+                prelude = f"import os{nl}" if root == "os" else f"import os as {root}{nl}"
+            elif target.startswith("os."):
+                name = target[3:]
+                prelude = f"from os import {name}{nl}" if root == name else f"from os import {name} as {root}{nl}"
+            else:
+                return None
+        first, last = node_start(ctx, stmt).row, node_end(ctx, stmt).row
+        lines = split_lines(ctx.module.code)
+        moved = "".join(lines[first - 1: last])
+        if not moved.endswith(("\n", "\r")):
+            moved += nl
+        at = node_start(ctx, torch_import).row
+        return Fix(
+            (
+                Edit(Position(at, 1), Position(at, 1), prelude + moved),
+                Edit(Position(first, 1), Position(last + 1, 1), ""),
+            ),
+            Applicability.UNSAFE,
+            "Move it above `import torch`",
+        )
+
+    @staticmethod
+    def _imports(ctx: Context, imp: cst.Import | cst.ImportFrom, module: str) -> bool:
+        if isinstance(imp, cst.Import):
+            return any(ctx.code(a.name).split(".")[0] == module for a in imp.names)
+        return imp.module is not None and not imp.relative and ctx.code(imp.module).split(".")[0] == module
+
+    @staticmethod
+    def _binds(ctx: Context, imp: cst.Import | cst.ImportFrom, name: str) -> bool:
+        if isinstance(imp.names, cst.ImportStar):
+            return False
+        for alias in imp.names:
+            bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else ctx.code(alias.name).split(".")[0]
+            if bound == name:
+                return True
+        return False

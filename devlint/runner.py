@@ -1,0 +1,94 @@
+"""Run devlint over files: read, lint or fix, write atomically, collect results. Knows no rule by name."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from devlint.config import Config, expand_codes
+from devlint.discovery import iter_files, per_file_ignored
+from devlint.engine import IO_ERROR, fix_text, lint_text
+from devlint.rules import select_rules
+from devlint.rules.base import Finding, Position
+from devlint.source import SourceError, read_source, split_lines, write_atomic
+
+
+@dataclass
+class Options:
+    select: set[str]
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)  # what remains (after fixes, if any)
+    fixed: list[Finding] = field(default_factory=list)
+    diff: str = ""
+    crashes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    files: list[FileResult] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for r in self.files for f in r.findings]
+
+    @property
+    def fixed(self) -> list[Finding]:
+        return [f for r in self.files for f in r.fixed]
+
+    @property
+    def crashes(self) -> list[str]:
+        return [c for r in self.files for c in r.crashes]
+
+
+def _io_finding(path: str, message: str) -> Finding:
+    pos = Position(1, 1)
+    return Finding(IO_ERROR, message, pos, pos, path=path, name="io-error")
+
+
+def process_file(path: str, explicit: bool, config: Config, options: Options) -> FileResult:
+    result = FileResult(path)
+    codes = options.select - expand_codes(per_file_ignored(path, config), f"per-file-ignores for {path}")
+    rules = select_rules(codes)
+    try:
+        data, source = read_source(path)
+    except SourceError as exc:
+        result.findings.append(_io_finding(path, str(exc)))
+        return result
+    if options.fix or options.diff:
+        outcome = fix_text(source.text, path, rules, options.unsafe_fixes)
+        result.findings = outcome.remaining.findings
+        result.crashes = outcome.remaining.crashes
+        result.fixed = outcome.fixed
+        if outcome.text != source.text:
+            if options.diff:
+                result.diff = "".join(difflib.unified_diff(
+                    split_lines(source.text), split_lines(outcome.text),
+                    fromfile=path, tofile=path,
+                ))
+            else:
+                new = source.encode(outcome.text)
+                if new != data:
+                    try:
+                        write_atomic(path, new)
+                    except OSError as exc:
+                        result.fixed = []
+                        result.findings.append(_io_finding(path, f"cannot write fixes: {exc.strerror or exc}"))
+    else:
+        outcome_lint = lint_text(source.text, path, rules)
+        result.findings = outcome_lint.findings
+        result.crashes = outcome_lint.crashes
+    return result
+
+
+def run(paths: list[str], config: Config, options: Options) -> RunResult:
+    run_result = RunResult()
+    for path, explicit in iter_files(paths, config):
+        run_result.files.append(process_file(path, explicit, config, options))
+    return run_result

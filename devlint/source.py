@@ -1,0 +1,104 @@
+"""Reading and writing Python source without losing a byte: BOM, PEP 263 cookies, line endings, mode."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import re
+import tempfile
+import tokenize
+from dataclasses import dataclass
+
+_BOM = codecs.BOM_UTF8
+
+
+class SourceError(Exception):
+    """A file that cannot be read or decoded; the message is the diagnostic shown to the user."""
+
+
+@dataclass
+class Source:
+    """Decoded text plus what is needed to write it back byte-for-byte."""
+
+    text: str  # decoded, without the BOM, with the file's own line endings
+    encoding: str = "utf-8"
+    bom: bool = False
+
+    @property
+    def newline(self) -> str:
+        """The file's dominant line ending (for inserted lines)."""
+        crlf = self.text.count("\r\n")
+        lf = self.text.count("\n") - crlf
+        cr = self.text.count("\r") - crlf
+        if crlf >= lf and crlf >= cr and crlf:
+            return "\r\n"
+        if cr > lf:
+            return "\r"
+        return "\n"
+
+    def encode(self, text: str | None = None) -> bytes:
+        data = (self.text if text is None else text).encode(self.encoding)
+        return _BOM + data if self.bom else data
+
+
+def decode(data: bytes) -> Source:
+    """Decode bytes as Python does (BOM, then an encoding cookie in the first two lines, else UTF-8)."""
+    if b"\x00" in data[:8192]:
+        raise SourceError("binary file (contains NUL bytes), not Python source")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot determine encoding: {exc}") from None
+    bom = data.startswith(_BOM)
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    body = data[len(_BOM):] if bom else data
+    try:
+        codecs.lookup(encoding)
+        text = body.decode(encoding)
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r}") from None
+    except UnicodeDecodeError as exc:
+        line = body[: exc.start].count(b"\n") + 1
+        raise SourceError(f"cannot decode line {line} as {encoding}: {exc.reason}") from None
+    return Source(text=text, encoding=encoding, bom=bom)
+
+
+def read_source(path: str) -> tuple[bytes, Source]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read file: {exc.strerror or exc}") from None
+    return data, decode(data)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (temp file in the same directory + rename), keeping its mode."""
+    directory = os.path.dirname(os.path.abspath(path))
+    st = os.stat(path)
+    fd, tmp = tempfile.mkstemp(prefix=".devlint-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, st.st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+
+
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split on \\r\\n, \\r and \\n only (as Python's tokenizer and LibCST do)."""
+    return _LINE_RE.findall(text)
