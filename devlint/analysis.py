@@ -264,6 +264,10 @@ def device_uses(ctx: Context) -> DeviceUses:
     return ctx.shared("device_uses", DeviceUses)
 
 
+# Names a fix may use for "the device this program runs on" (not cpu_device, cuda_device, ...).
+CANONICAL_DEVICE_VARS = ("device", "DEVICE", "dev", "torch_device", "default_device", "DEFAULT_DEVICE")
+
+
 def device_variable_in_scope(ctx: Context, node: cst.CSTNode, exclude: cst.CSTNode | None = None) -> str | None:
     """A variable holding a device that ``node`` can use (``device``, ``DEVICE``, ...), or None.
 
@@ -274,7 +278,7 @@ def device_variable_in_scope(ctx: Context, node: cst.CSTNode, exclude: cst.CSTNo
     pos = ctx.order[node]
     if func is not None:
         for param in [*func.params.params, *func.params.kwonly_params, *func.params.posonly_params]:
-            if is_device_var_name(param.name.value) and param.name.value != "self":
+            if param.name.value in CANONICAL_DEVICE_VARS:
                 return param.name.value
     for assign in ctx.nodes(cst.Assign):
         if assign is exclude or ctx.order[assign] > pos and ctx.enclosing_function(assign) is func:
@@ -285,6 +289,6 @@ def device_variable_in_scope(ctx: Context, node: cst.CSTNode, exclude: cst.CSTNo
         if exclude is not None and (exclude is assign.value or any(a is assign for a in ctx.ancestors(exclude))):
             continue
         for target in assign.targets:
-            if isinstance(target.target, cst.Name) and is_device_var_name(target.target.value):
+            if isinstance(target.target, cst.Name) and target.target.value in CANONICAL_DEVICE_VARS:
                 return target.target.value
     return None

@@ -215,6 +215,16 @@ class Provenance:
             env = dict(env)
             self._bind(small.target, value, env)
             return env
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            # model.to(device) / model.cuda() move a module in place
+            func = small.value.func
+            value = self._eval(small.value, env, no_grad)
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu") and isinstance(func.value, cst.Name):
+                current = env.get(func.value.value)
+                if current is not None and current.kind == "module" and value is not None:
+                    env = dict(env)
+                    env[func.value.value] = value
+            return env
         self._scan(small, env, no_grad)
         return env
 

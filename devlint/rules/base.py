@@ -54,12 +54,16 @@ class Finding:
 
 
 def node_start(ctx: Context, node: cst.CSTNode) -> Position:
-    pos = ctx.range(node).start
+    """Start of ``node``, before its opening parentheses if it has any."""
+    lpar = getattr(node, "lpar", None)
+    pos = ctx.range(lpar[0] if lpar else node).start
     return Position(pos.line, pos.column + 1)
 
 
 def node_end(ctx: Context, node: cst.CSTNode) -> Position:
-    pos = ctx.range(node).end
+    """End of ``node``, after its closing parentheses if it has any."""
+    rpar = getattr(node, "rpar", None)
+    pos = ctx.range(rpar[-1] if rpar else node).end
     return Position(pos.line, pos.column + 1)
 
 

@@ -10,7 +10,7 @@ from devlint.analysis import device_uses, device_variable_in_scope, guards, stri
 from devlint.context import Context
 from devlint.devicestr import InvalidDeviceString, parse_device
 from devlint.rules.base import Applicability, Edit, Finding, Fix, Rule, node_end, node_start, replace
-from devlint.rules.fixes import fallback_expr
+from devlint.rules.fixes import fallback_expr, preferred_quote
 
 _ERROR = '"Torch not compiled with CUDA enabled"'
 
@@ -103,14 +103,13 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
             )
 
     def _fix_string(self, ctx: Context, node: cst.SimpleString, value: str, kind: str) -> Fix | None:
-        if kind in ("keyword", "to"):
+        if kind in ("keyword", "to") and value in ("cuda", "cuda:0"):
             var = device_variable_in_scope(ctx, node, exclude=node)
             if var is not None:
                 return Fix((replace(ctx, node, var),), Applicability.UNSAFE, f"Use `{var}`")
-        expr, extra = fallback_expr(ctx, value)
-        text = expr if node.value[0] in "\"'" and node.prefix == "" else None
-        if text is None:
+        if node.prefix:
             return None
+        expr, extra = fallback_expr(ctx, value, node.quote[0])
         return Fix((*extra, replace(ctx, node, expr)), Applicability.UNSAFE, "Fall back to the CPU")
 
     def _fix_cuda_call(self, ctx: Context, call: cst.Call) -> Fix | None:
@@ -130,7 +129,7 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
         if device_arg is None:
             target = device_variable_in_scope(ctx, call)
         if target is None:
-            target, extra = fallback_expr(ctx, device_arg or "cuda")
+            target, extra = fallback_expr(ctx, device_arg or "cuda", preferred_quote(ctx))
         args = ", ".join([target, *rest])
         edit = Edit(node_start(ctx, func.attr), node_end(ctx, call), f"to({args})")
         return Fix((*extra, edit), Applicability.UNSAFE, "Use .to(device)")

@@ -36,10 +36,19 @@ def uses_mps(ctx: Context) -> bool:
     return any((ctx.qualname(a) or "").startswith("torch.backends.mps") for a in ctx.nodes(cst.Attribute))
 
 
-def fallback_expr(ctx: Context, device: str) -> tuple[str, list[Edit]]:
-    """``"cuda" if torch.cuda.is_available() else "cpu"`` (with the mps branch where the file uses mps)."""
+def fallback_expr(ctx: Context, device: str, quote: str = '"') -> tuple[str, list[Edit]]:
+    """``"cuda" if torch.cuda.is_available() else "cpu"`` (with the mps branch where the file uses mps),
+    in the given quote style."""
     torch, edits = torch_name(ctx)
-    expr = f'"{device}" if {torch}.cuda.is_available() else '
+    q = quote
+    expr = f"{q}{device}{q} if {torch}.cuda.is_available() else "
     if uses_mps(ctx):
-        expr += f'"mps" if {torch}.backends.mps.is_available() else '
-    return expr + '"cpu"', edits
+        expr += f"{q}mps{q} if {torch}.backends.mps.is_available() else "
+    return expr + f"{q}cpu{q}", edits
+
+
+def preferred_quote(ctx: Context) -> str:
+    """The quote character most string literals in this file use."""
+    single = sum(1 for n in ctx.nodes(cst.SimpleString) if n.quote == "'")
+    double = sum(1 for n in ctx.nodes(cst.SimpleString) if n.quote == '"')
+    return "'" if single > double else '"'

@@ -1,0 +1,75 @@
+"""Fixture files: ``fixtures/**/NAME.py`` with ``NAME.expected`` (one ``line:col CODE`` a line, the findings
+devlint must report) and, where a fix changes the file, ``NAME.fixed.py`` (the text after
+``devlint --fix --unsafe-fixes``). ``python tests/fixturelib.py --update`` rewrites them from the current
+behaviour; read the diff before committing it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def fixture_inputs() -> list[Path]:
+    return sorted(
+        p for p in FIXTURES.rglob("*.py")
+        if not p.name.endswith((".fixed.py", ".safe.py")) and "demo" not in p.parts
+    )
+
+
+def expected_path(src: Path) -> Path:
+    return src.with_suffix(".expected")
+
+
+def fixed_path(src: Path) -> Path:
+    return src.with_name(src.stem + ".fixed.py")
+
+
+def findings_lines(src: Path) -> list[str]:
+    from devlint.engine import lint_text
+    from devlint.rules import all_rules, select_rules
+    from devlint.source import read_source
+
+    _, source = read_source(str(src))
+    result = lint_text(source.text, str(src), select_rules(set(all_rules())))
+    assert not result.crashes, result.crashes
+    return [f"{f.start.row}:{f.start.column} {f.code}" for f in result.findings]
+
+
+def safe_path(src: Path) -> Path:
+    return src.with_name(src.stem + ".safe.py")
+
+
+def fixed_text(src: Path, unsafe: bool = True) -> str:
+    from devlint.engine import fix_text
+    from devlint.rules import all_rules, select_rules
+    from devlint.source import read_source
+
+    _, source = read_source(str(src))
+    return fix_text(source.text, str(src), select_rules(set(all_rules())), unsafe=unsafe).text
+
+
+def update() -> None:
+    for src in fixture_inputs():
+        lines = findings_lines(src)
+        expected_path(src).write_text("".join(line + "\n" for line in lines))
+        text = fixed_text(src)
+        original = src.read_text()
+        safe = fixed_text(src, unsafe=False)
+        for path, content, keep in (
+            (fixed_path(src), text, text != original),
+            (safe_path(src), safe, safe not in (original, text)),
+        ):
+            if keep:
+                path.write_text(content)
+            elif path.exists():
+                path.unlink()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        update()
+    else:
+        print(__doc__)
