@@ -71,7 +71,7 @@ def parse_device(text: str) -> DeviceString:
     device_type = "".join(name)
     if device_type not in DEVICE_TYPES:
         raise InvalidDeviceString(
-            f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device string: {text}"
+            f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device string: {device_type}"
         )
     return DeviceString(device_type, idx)
 

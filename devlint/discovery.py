@@ -85,7 +85,7 @@ def iter_files(paths: list[str], config: Config) -> Iterator[tuple[str, bool]]:
                 key = os.path.abspath(file)
                 if key not in seen:
                     seen.add(key)
-                    yield str(file), False
+                    yield os.path.normpath(file), False
 
 
 def per_file_ignored(path: str, config: Config) -> list[str]:

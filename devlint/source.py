@@ -49,7 +49,9 @@ def decode(data: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot determine encoding: {exc}") from None
+        if "unknown encoding" in str(exc) or "encoding problem" in str(exc):
+            raise SourceError(f"bad encoding declaration: {exc}") from None
+        encoding = "utf-8"  # not valid UTF-8 in the first lines: the decode below says where
     bom = data.startswith(_BOM)
     if encoding == "utf-8-sig":
         encoding = "utf-8"

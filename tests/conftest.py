@@ -1,6 +1,3 @@
-import shutil
-import subprocess
-
 import pytest
 
 
@@ -17,5 +14,5 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
-        if "cuda" in item.keywords:
+        if item.get_closest_marker("cuda") is not None:
             item.add_marker(skip)
