@@ -1,0 +1,76 @@
+"""The pre-commit hook, run for real with `pre-commit try-repo` in a scratch git repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"})
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory):
+    """This checkout's working tree as a committed git repository (try-repo reads committed files)."""
+    dst = tmp_path_factory.mktemp("hook-repo") / "devlint"
+    shutil.copytree(ROOT, dst, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "build", "dist",
+        ".devlint_cache",
+    ))
+    _git(dst, "init", "-q")
+    _git(dst, "add", ".")
+    _git(dst, "commit", "-q", "-m", "snapshot")
+    return dst
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def _pre_commit(hook_repo, cwd, home, *args):
+    exe = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
+    return subprocess.run([exe, "try-repo", str(hook_repo), "devlint", *args], cwd=cwd, capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+def test_hook_reports_findings_and_passes_on_clean_files(tmp_path, home, hook_repo):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "train.py").write_text('import torch\nx = torch.zeros(2).cuda()\n')
+    (repo / "notes.md").write_text("device = 'cuda'\n")
+    _git(repo, "add", ".")
+    result = _pre_commit(hook_repo, repo, home, "--all-files")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "train.py:2:5: DEV001 .cuda() crashes without a GPU" in result.stdout
+    assert "notes.md" not in result.stdout
+
+    (repo / "train.py").write_text('import torch\nx = torch.zeros(2)\n')
+    _git(repo, "add", ".")
+    result = _pre_commit(hook_repo, repo, home, "--all-files")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed" in result.stdout
+
+
+def test_hook_with_no_python_files_staged(tmp_path, home, hook_repo):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "README.md").write_text("hello\n")
+    _git(repo, "add", ".")
+    result = _pre_commit(hook_repo, repo, home)  # only staged files: none of them Python
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "(no files to check)Skipped" in result.stdout

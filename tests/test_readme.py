@@ -1,0 +1,31 @@
+"""The README's Quick start and demo output are true."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from devlint.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second():
+    block = re.search(r"## Quick start\n\n```bash\n(.*?)```", README, re.S).group(1)
+    commands = block.strip().splitlines()
+    assert commands == [
+        "pip install . && devlint fixtures/demo/",
+        'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest',
+    ]
+    assert commands[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_demo_output_in_readme_is_real(monkeypatch):
+    block = re.search(r"```console\n\$ devlint fixtures/demo/\n(.*?)```", README, re.S).group(1)
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(main, ["fixtures/demo/"])
+    assert result.exit_code == 1
+    assert result.output == block
