@@ -32,7 +32,7 @@ TORCH_ECOSYSTEM = frozenset({
     "diffusers", "timm", "accelerate", "peft", "torchmetrics", "lightning", "pytorch_lightning",
 })
 _GUARDISH = re.compile(r"cuda|gpu|accelerat", re.IGNORECASE)
-_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|[a-z0-9_]*_device|device_[a-z0-9_]*)$", re.IGNORECASE)
+_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|[a-z0-9_]*_device)$", re.IGNORECASE)
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "pytest.exit", "unittest.SkipTest"})
 
 
@@ -97,11 +97,11 @@ class Guards:
                 name = dotted_name(sub)
                 if name and (name in self.guard_names or _GUARDISH.search(name)):
                     return True
-            elif isinstance(sub, cst.Comparison):
-                for part in [sub.left, *(c.comparator for c in sub.comparisons)]:
-                    value = string_value(part)
-                    if value is not None and re.match(r"(cuda|mps|cpu|gpu|xpu)\b", value, re.IGNORECASE):
-                        return True
+            elif isinstance(sub, (cst.SimpleString, cst.ConcatenatedString)):
+                # a condition that mentions a device: device.type == "cuda", provider in ("CUDAExecutionProvider",)
+                value = string_value(sub)
+                if value is not None and (_GUARDISH.search(value) or re.match(r"(mps|cpu|xpu)\b", value, re.IGNORECASE)):
+                    return True
         return False
 
     def _decorated_guard(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
@@ -177,6 +177,7 @@ class DeviceUse:
     kind: str  # "torch.device", "keyword", "to", "assign", "dict", "default", "argparse"
     expr: cst.BaseExpression  # the outermost expression in the device position
     target: str | None = None  # the variable assigned, for kind "assign"
+    by_name: bool = False  # known only from a name (a `device` variable, parameter or key), not from use
 
 
 class DeviceUses:
@@ -237,22 +238,22 @@ class DeviceUses:
                 if isinstance(func, cst.Attribute) and func.attr.value == "add_argument" and any(
                     "device" in (string_value(a.value) or "") for a in call.args if a.keyword is None
                 ):
-                    return DeviceUse("argparse", expr)  # type: ignore[arg-type]
+                    return DeviceUse("argparse", expr, by_name=True)  # type: ignore[arg-type]
             return None
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
             for target in targets:
                 name = dotted_name(target)
                 if name and (name in self.device_names or is_device_var_name(name)):
-                    return DeviceUse("assign", expr, name)  # type: ignore[arg-type]
+                    return DeviceUse("assign", expr, name, by_name=name not in self.device_names)  # type: ignore[arg-type]
             return None
         if isinstance(parent, cst.DictElement) and parent.value is expr:
             key = string_value(parent.key)
             if key is not None and is_device_var_name(key):
-                return DeviceUse("dict", expr)  # type: ignore[arg-type]
+                return DeviceUse("dict", expr, by_name=True)  # type: ignore[arg-type]
             return None
         if isinstance(parent, cst.Param) and parent.default is expr and is_device_var_name(parent.name.value):
-            return DeviceUse("default", expr)  # type: ignore[arg-type]
+            return DeviceUse("default", expr, by_name=True)  # type: ignore[arg-type]
         return None
 
 

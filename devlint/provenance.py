@@ -7,11 +7,12 @@ It knows a value only from evidence in the code — a torch factory, ``nn.Parame
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from devlint.analysis import string_value
+from devlint.analysis import guards, string_value
 from devlint.context import Context, dotted_name
 
 FACTORIES = frozenset({
@@ -38,11 +39,22 @@ MODULE_FACTORIES_SUFFIX = (".from_pretrained",)
 MODULE_ROOTS = ("torchvision.models", "timm.create_model")
 
 
+# Modules with no parameters: their output requires grad only if their input does.
+_PARAMETERLESS = re.compile(
+    r"((Zero|Reflection|Replication|Constant|Circular)Pad[123]d|(Max|Avg|AdaptiveMax|AdaptiveAvg|LP|FractionalMax)"
+    r"Pool[123]d|Dropout\w*|ReLU6?|GELU|SiLU|Sigmoid|Tanh|Softmax2?d?|LogSoftmax|Softmin|LeakyReLU|"
+    r"ELU|CELU|SELU|Mish|Hardswish|Hardsigmoid|Hardtanh|Softplus|Softsign|Tanhshrink|Threshold|GLU|Identity|"
+    r"Flatten|Unflatten|Upsample\w*|PixelShuffle|PixelUnshuffle|ChannelShuffle|Fold|Unfold|CosineSimilarity|"
+    r"PairwiseDistance|\w+Loss)"
+)
+
+
 @dataclass(frozen=True)
 class Val:
     kind: str = "tensor"  # "tensor" or "module"
     grad: str | None = None  # why it may require grad
     gpu: str | None = None  # why it may live off the CPU
+    params: bool = True  # a module with parameters (its output requires grad)
 
 
 def _union(*vals: Val | None) -> Val | None:
@@ -157,7 +169,13 @@ class Provenance:
             a = self._block(stmt.body, env, no_grad)
             b = self._block(stmt.orelse.body, env, no_grad) if isinstance(stmt.orelse, cst.Else) else (
                 self._stmt(stmt.orelse, dict(env), no_grad) if stmt.orelse is not None else env)
-            return _merge_env(a, b)
+            merged = _merge_env(a, b)
+            if stmt.orelse is None and guards(self.ctx).is_test(stmt.test):
+                # `if device != "cpu": x = x.cpu()`: the branch handles the device case; trust what it bound
+                for key, value in a.items():
+                    if value is not env.get(key):
+                        merged[key] = value
+            return merged
         if isinstance(stmt, (cst.For, cst.While)):
             if isinstance(stmt, cst.For):
                 it = self._eval(stmt.iter, env, no_grad)
@@ -323,7 +341,11 @@ class Provenance:
                 if isinstance(rg, cst.Name) and rg.value == "True":
                     grad = f"created with requires_grad=True"
                 dev = kwargs.get("device")
-                if dev is not None and not _is_cpu_device(ctx, dev):
+                if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
+                    # device=other.device: wherever `other` is, if we know
+                    other = self._eval(dev.value, env, no_grad)
+                    gpu = other.gpu if other is not None else None
+                elif dev is not None and not _is_cpu_device(ctx, dev):
                     gpu = f"created with device={ctx.code(dev)}"
                 if parts[1].endswith("_like") and args and args[0] is not None and not gpu and dev is None:
                     gpu = args[0].gpu
@@ -334,7 +356,7 @@ class Provenance:
                 return Val("tensor", grad, args[0].gpu if args and args[0] else None)
             if (qn.startswith("torch.nn.") and parts[-1][:1].isupper() and "functional" not in parts) \
                     or qn.startswith(MODULE_ROOTS) or (qn.endswith(MODULE_FACTORIES_SUFFIX) and parts[0] in ("transformers", "diffusers", "timm", "torchvision")):
-                return Val("module")
+                return Val("module", params=not _PARAMETERLESS.fullmatch(parts[-1]))
             if parts[0] == "torch" and qn not in NO_GRAD_CONTEXTS:
                 out = _union(*args, *self._list_elements(call, env, no_grad))
                 if out is not None and no_grad:
@@ -396,9 +418,14 @@ class Provenance:
                     yield self._eval(el.value, env, no_grad)
 
     @staticmethod
-    def _module_output(module: Val, args, no_grad: bool, name: str) -> Val:  # type: ignore[no-untyped-def]
+    def _module_output(module: Val, args, no_grad: bool, name: str) -> Val | None:  # type: ignore[no-untyped-def]
         gpu = module.gpu or next((a.gpu for a in args if a is not None and a.gpu), None)
-        grad = None if no_grad else f"output of {name}(...) outside torch.no_grad()"
+        if module.params:
+            grad = None if no_grad else f"output of {name}(...) outside torch.no_grad()"
+        else:
+            grad = None if no_grad else next((a.grad for a in args if a is not None and a.grad), None)
+            if not any(a is not None for a in args) and not gpu:
+                return None
         return Val("tensor", grad, gpu)
 
 

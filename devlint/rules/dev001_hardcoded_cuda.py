@@ -13,6 +13,7 @@ from devlint.rules.base import Applicability, Edit, Finding, Fix, Rule, node_end
 from devlint.rules.fixes import fallback_expr, preferred_quote
 
 _ERROR = '"Torch not compiled with CUDA enabled"'
+_CUDA_KWARGS = frozenset({"device", "non_blocking", "memory_format"})
 
 
 class HardcodedCuda(Rule):
@@ -95,6 +96,8 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
                 continue
             if ctx.qualname(func) is not None or guard.is_guarded(call):
                 continue  # torch.cuda is a module, not a .cuda() method call
+            if any(a.keyword is not None and a.keyword.value not in _CUDA_KWARGS for a in call.args):
+                continue  # not torch's Tensor/Module.cuda(device, non_blocking, memory_format)
             yield self.finding(
                 ctx, call,
                 f".cuda() crashes without a GPU ({_ERROR}); use .to(device) with a device chosen by "

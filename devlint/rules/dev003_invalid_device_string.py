@@ -13,6 +13,9 @@ from devlint.devicestr import DEVICE_TYPES, InvalidDeviceString, parse_device, s
 from devlint.rules.base import Applicability, Finding, Fix, Rule, replace
 
 _TORCHY = re.compile(r"\s*(" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)) + ")", re.IGNORECASE)
+# Device types that out-of-tree backends register through PrivateUse1 (torch_npu, torch_mlu, torch_musa,
+# torch-neuronx, torch_gcu, ...): torch.device accepts them once the backend is imported.
+OUT_OF_TREE = frozenset({"npu", "mlu", "musa", "neuron", "tpu", "gcu", "sdaa", "dipu", "xla", "iluvatar"})
 _MULTI = re.compile(r"^(\w+):\s*(\d+(?:\s*,\s*\d+)+)\s*$")
 
 
@@ -40,8 +43,11 @@ privateuseone`, case-sensitive, then optionally `:` and a non-negative decimal i
 space or leading zero. A property test keeps devlint's copy in agreement with the installed
 `torch.device`.
 
-`device=` keywords of other libraries are skipped (DALI's `device="gpu"`); where the callee is
-unknown, only strings that start like a torch device type are checked.
+`device=` keywords of other libraries are skipped (DALI's `device="gpu"`). Where the device position is
+only known from a name (a `device` variable or parameter, a `"device"` key) or the callee is unknown,
+only strings that start like a torch device type are checked, so sentinels such as `"auto"` pass. Device
+types that out-of-tree backends register (`npu`, `mlu`, `musa`, `neuron`, `tpu`, `gcu`, ...) are
+accepted: `torch.device` knows them once the backend is imported.
 
 ## Why it is a bug
 `torch.device` raises at run time, e.g. `RuntimeError: Invalid device string: 'cuda:1,2'` or
@@ -74,10 +80,14 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
                 continue
             except InvalidDeviceString as exc:
                 error = str(exc)
+            if re.fullmatch(r"[a-z_]+(:(0|[1-9][0-9]*))?", value) and value.split(":")[0] in OUT_OF_TREE:
+                continue
             use = uses.use_of(node)
             if use is None:
                 continue
-            loose = not torch_file or (use.kind == "keyword" and ctx.qualname(self._callee(ctx, use.expr)) is None)
+            loose = not torch_file or use.by_name or (
+                use.kind == "keyword" and ctx.qualname(self._callee(ctx, use.expr)) is None
+            )
             if loose and not _TORCHY.match(value):
                 continue
             yield self._report(ctx, node, value, error)
