@@ -32,7 +32,7 @@ TORCH_ECOSYSTEM = frozenset({
     "diffusers", "timm", "accelerate", "peft", "torchmetrics", "lightning", "pytorch_lightning",
 })
 _GUARDISH = re.compile(r"cuda|gpu|accelerat", re.IGNORECASE)
-_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|[a-z0-9_]*_device)$", re.IGNORECASE)
+_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|default_device)$", re.IGNORECASE)
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "pytest.exit", "unittest.SkipTest"})
 
 
@@ -186,12 +186,23 @@ class DeviceUses:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         # Names and attributes passed where a device goes: .to(dev), device=dev, torch.device(dev)
-        self.device_names: set[str] = set()
+        # (enclosing function or None, name) for names passed where a device goes
+        self.device_names: set[tuple[cst.FunctionDef | None, str]] = set()
+        self._anywhere: set[str] = set()
         for call in ctx.nodes(cst.Call):
             for arg in self._device_args(call):
                 name = dotted_name(arg.value)
                 if name:
-                    self.device_names.add(name)
+                    self.device_names.add((ctx.enclosing_function(call), name))
+                    self._anywhere.add(name)
+
+    def used_as_device(self, name: str, where: cst.CSTNode) -> bool:
+        """Is ``name``, bound at ``where``, passed as a device in the same function (or, for a
+        module-level name, anywhere)?"""
+        func = self.ctx.enclosing_function(where)
+        if func is None:
+            return name in self._anywhere
+        return (func, name) in self.device_names
 
     def _keyword_callee_is_torch(self, call: cst.Call) -> bool:
         qn = self.ctx.qualname(call.func)
@@ -244,8 +255,9 @@ class DeviceUses:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
             for target in targets:
                 name = dotted_name(target)
-                if name and (name in self.device_names or is_device_var_name(name)):
-                    return DeviceUse("assign", expr, name, by_name=name not in self.device_names)  # type: ignore[arg-type]
+                used = bool(name) and self.used_as_device(name, parent)  # type: ignore[arg-type]
+                if name and (used or is_device_var_name(name)):
+                    return DeviceUse("assign", expr, name, by_name=not used)  # type: ignore[arg-type]
             return None
         if isinstance(parent, cst.DictElement) and parent.value is expr:
             key = string_value(parent.key)
