@@ -109,7 +109,7 @@ def load_config(path: Path) -> Config:
 
 def find_config(paths: list[str]) -> Path | None:
     """The nearest pyproject.toml with a [tool.devlint] table, walking up from the first path."""
-    start = Path(paths[0] if paths else ".").resolve()
+    start = Path(os.path.realpath(paths[0] if paths else "."))
     if not start.is_dir():
         start = start.parent
     for directory in [start, *start.parents]:

@@ -58,12 +58,12 @@ def iter_files(paths: list[str], config: Config) -> Iterator[tuple[str, bool]]:
         if exclude.match_file(path.name + ("/" if is_dir else "")):
             return True
         try:
-            rel = path.resolve().relative_to(root).as_posix()
+            rel = Path(os.path.realpath(path)).relative_to(root).as_posix()
         except ValueError:
             rel = None
         if rel and exclude.match_file(rel + ("/" if is_dir else "")):
             return True
-        return gitignores is not None and gitignores.ignored(path.absolute(), is_dir)
+        return gitignores is not None and gitignores.ignored(Path(os.path.abspath(path)), is_dir)
 
     for raw in paths or ["."]:
         path = Path(raw)
@@ -92,7 +92,7 @@ def per_file_ignored(path: str, config: Config) -> list[str]:
     """Codes/prefixes ignored for ``path`` by per-file-ignores (patterns relative to the config root)."""
     if not config.per_file_ignores:
         return []
-    absolute = Path(path).resolve()
+    absolute = Path(os.path.realpath(path))
     try:
         rel = absolute.relative_to(config.root).as_posix()
     except ValueError:

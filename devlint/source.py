@@ -6,6 +6,7 @@ import codecs
 import io
 import os
 import re
+import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
@@ -69,6 +70,8 @@ def decode(data: bytes) -> Source:
 
 def read_source(path: str) -> tuple[bytes, Source]:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SourceError("not a regular file")  # a FIFO or device would block or never end
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:

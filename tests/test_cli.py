@@ -309,3 +309,32 @@ def test_encoding_cookie_round_trip(runner, project):
     result = invoke(runner, "-q", "--fix", str(path))
     assert result.exit_code == 0
     assert path.read_bytes() == text.replace("w.numpy()", "w.detach().numpy()").encode("latin-1")
+
+
+def test_a_crashing_rule_is_reported_and_the_others_still_run(runner, project, monkeypatch):
+    from devlint.rules.dev002_numpy_needs_detach_cpu import NumpyNeedsDetachCpu
+
+    def boom(self, ctx):
+        raise ValueError("kaboom")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(NumpyNeedsDetachCpu, "check", boom)
+    result = runner.invoke(main, ["-q", "pkg"])
+    assert result.exit_code == 2
+    assert f"devlint: error: {os.path.join('pkg', 'bad.py')}: rule DEV002 crashed: ValueError: kaboom" in result.output
+    assert "DEV001" in result.output and "DEV003" in result.output
+
+
+def test_fifos_symlink_loops_and_empty_files(runner, project):
+    os.mkfifo(project / "pkg" / "fifo.py")
+    (project / "pkg" / "empty.py").write_text("")
+    loop = project / "pkg" / "loop.py"
+    loop.symlink_to(loop)
+    (project / "pkg" / "sub").mkdir()
+    (project / "pkg" / "sub" / "cycle").symlink_to(project / "pkg", target_is_directory=True)
+    result = invoke(runner, "-q", "pkg/loop.py", "pkg/empty.py", "pkg")
+    assert result.exit_code == 1
+    assert "pkg/fifo.py:1:1: E902 not a regular file" in result.output
+    assert "pkg/loop.py:1:1: E902 cannot read file: Too many levels of symbolic links" in result.output
+    assert "empty.py" not in result.output
+    assert result.output.count("pkg/bad.py:3:10: DEV001") == 1  # the directory cycle is not followed
