@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -30,6 +31,7 @@ def main() -> None:
     devlint [OPTIONS] [PATH]...   lint (the same as `devlint check`)
     devlint rule DEV001           print a rule's reference page
     devlint rules                 list the rules
+    devlint verify [PATH]...      prove findings by running them (needs torch)
     """
 
 
@@ -56,13 +58,7 @@ def check(paths: tuple[str, ...], fix: bool, unsafe_fixes: bool, diff: bool, sel
     """Lint PATHS (default: the current directory)."""
     try:
         config = resolve(config_file, list(paths))
-        if select:
-            codes = expand_codes(_split(select), "--select")
-        else:
-            codes = expand_codes(config.select, "select") if config.select is not None else set(all_rules())
-            codes -= expand_codes(config.ignore, "ignore")
-        codes |= expand_codes(config.extend_select, "extend-select") | expand_codes(_split(extend_select), "--extend-select")
-        codes -= expand_codes(_split(ignore), "--ignore")
+        codes = _resolve_codes(config, select, extend_select, ignore)
         for path in paths:
             if path == "-":
                 raise ConfigError("reading from standard input is not supported; name a file")
@@ -119,6 +115,76 @@ def _summary(findings, fixed, fix: bool, unsafe: bool) -> str:  # type: ignore[n
     elif hidden:
         lines.append(f"No fixes available ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option).")
     return "".join(line + "\n" for line in lines)
+
+
+def _resolve_codes(config, select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...]) -> set[str]:  # type: ignore[no-untyped-def]
+    if select:
+        codes = expand_codes(_split(select), "--select")
+    else:
+        codes = expand_codes(config.select, "select") if config.select is not None else set(all_rules())
+        codes -= expand_codes(config.ignore, "ignore")
+    codes |= expand_codes(config.extend_select, "extend-select") | expand_codes(_split(extend_select), "--extend-select")
+    return codes - expand_codes(_split(ignore), "--ignore")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--rules", "rules_mode", is_flag=True, help="Run every rule's own evidence probes: a rule x target matrix.")
+@click.option("--run", "script", type=click.Path(dir_okay=False),
+              help="Run this script (a copy, in a scratch directory) before and after --fix --unsafe-fixes.")
+@click.option("--timeout", default=60, show_default=True, type=click.IntRange(1), help="Seconds per probe or run.")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to verify.")
+@click.option("--ignore", multiple=True, help="Codes or prefixes to leave out.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--config", "config_file", type=click.Path(), help="Use this pyproject.toml / TOML file.")
+def verify(paths: tuple[str, ...], rules_mode: bool, script: str | None, timeout: int, select: tuple[str, ...],
+           ignore: tuple[str, ...], output_format: str, config_file: str | None) -> None:
+    """Confirm findings by running them on the devices present (cpu, cuda, mps, no-gpu).
+
+    \b
+    devlint verify [PATH]...       lint, then run each finding's probe, and the fixed probe, per target
+    devlint verify --rules         check every rule's claims on this torch and machine
+    devlint verify --run train.py  run a script before and after --fix --unsafe-fixes (executes it!)
+    """
+    from devlint import verify as v
+
+    if not v.torch_available():
+        click.echo("devlint: error: devlint verify runs torch: install `devlint[verify]` "
+                   "(pip install 'devlint[verify]')", err=True)
+        sys.exit(2)
+    try:
+        config = resolve(config_file, list(paths))
+        codes = _resolve_codes(config, select, (), ignore)
+        targets = v.detect_targets()
+    except (ConfigError, v.VerifyError) as exc:
+        click.echo(f"devlint: error: {exc}", err=True)
+        sys.exit(2)
+    from devlint.verify_report import render_matrix, render_runs, render_verified
+
+    try:
+        if rules_mode:
+            click.echo(render_matrix(v.rule_matrix(targets, timeout), targets, output_format), nl=False)
+            sys.exit(0)
+        if script is not None:
+            if not os.path.isfile(script):
+                raise ConfigError(f"--run: no such file: {script}")
+            runs = v.verify_script(script, targets, timeout, lambda copy: _fix_file(copy, codes))
+            click.echo(render_runs(script, runs, output_format), nl=False)
+            sys.exit(0 if all(after.clean for _, after, _ in runs) else 1)
+        result = run(list(paths), config, Options(select=codes))
+        findings = sorted((f for f in result.findings if f.code in all_rules()), key=lambda f: f.sort_key)
+        verified = v.verify_findings(findings, targets, timeout)
+    except (ConfigError, v.VerifyError) as exc:
+        click.echo(f"devlint: error: {exc}", err=True)
+        sys.exit(2)
+    click.echo(render_verified(verified, targets, output_format), nl=False)
+    sys.exit(1 if verified else 0)
+
+
+def _fix_file(path: str, codes: set[str]) -> int:
+    """Apply safe and unsafe fixes to ``path`` in place; the number of fixes applied."""
+    result = run([path], resolve(None, [path]), Options(select=codes, fix=True, unsafe_fixes=True))
+    return len(result.fixed)
 
 
 @main.command("rule")

@@ -47,6 +47,7 @@ class Finding:
     fix: Fix | None = None
     path: str = ""
     name: str = ""  # the rule's kebab-case name
+    evidence: dict | None = None  # what `devlint verify` needs to rebuild the bug (see Rule.probe)
 
     @property
     def sort_key(self) -> tuple:
@@ -76,6 +77,28 @@ def insert_after(ctx: Context, node: cst.CSTNode, content: str) -> Edit:
     return Edit(end, end, content)
 
 
+@dataclass(frozen=True)
+class Probe:
+    """A snippet `devlint verify` runs in a fresh interpreter with ``torch`` imported and ``ACCEL`` set to
+    the target's accelerator ("cuda", "mps") or None. It fails by raising; it may set ``RESULT`` (a
+    JSON-able value) for :attr:`judge` to read.
+
+    ``expect``: a regex on "ExceptionType: message" that counts as the bug reproduced.
+    ``needs``: "accelerator" (GPU evidence must be placed on one) or "cuda" (only observable with CUDA).
+    ``isolated``: the probe must run alone in its process (it initialises CUDA).
+    ``judge``: for probes that observe an effect rather than an error: a function of RESULT returning
+    (verdict, detail) or None to use the default (raised and matched -> confirmed).
+    """
+
+    before: str
+    after: str | None  # None: the rule has no fix to check
+    expect: str
+    needs: str | None = None
+    isolated: bool = False
+    judge: object = None
+    note: str = ""  # what part of the finding the probe reproduces
+
+
 class Rule:
     """One rule: subclass, set the class attributes, implement :meth:`check`.
 
@@ -89,10 +112,19 @@ class Rule:
     fix_availability: ClassVar[str] = "none"  # "always", "sometimes" or "none"
     doc: ClassVar[str] = ""  # Markdown: what it catches, why, example, fix (the rules/CODE.md page body)
 
+    # Evidence examples that `devlint verify --rules` runs: the rule's claims about torch, checked live.
+    EVIDENCE: ClassVar[tuple[dict, ...]] = ()
+
     def check(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError
 
-    def finding(self, ctx: Context, node: cst.CSTNode, message: str, fix: Fix | None = None) -> Finding:
+    @classmethod
+    def probe(cls, evidence: dict) -> "Probe | None":
+        """The program that reproduces a finding from its evidence, and the same after the fix."""
+        return None
+
+    def finding(self, ctx: Context, node: cst.CSTNode, message: str, fix: Fix | None = None,
+                evidence: dict | None = None) -> Finding:
         return Finding(
             code=self.code,
             message=message,
@@ -101,6 +133,7 @@ class Rule:
             fix=fix,
             path=ctx.path,
             name=self.name,
+            evidence=evidence,
         )
 
     @classmethod

@@ -9,10 +9,11 @@ import libcst as cst
 from devlint.analysis import device_uses, device_variable_in_scope, guards, string_value
 from devlint.context import Context
 from devlint.devicestr import InvalidDeviceString, parse_device
-from devlint.rules.base import Applicability, Edit, Finding, Fix, Rule, node_end, node_start, replace
+from devlint.rules.base import Applicability, Edit, Finding, Fix, Probe, Rule, node_end, node_start, replace
 from devlint.rules.fixes import fallback_expr, preferred_quote
 
 _ERROR = '"Torch not compiled with CUDA enabled"'
+_EXPECT = r"Torch not compiled with CUDA enabled|No CUDA GPUs are available|Found no NVIDIA driver|CUDA driver|no kernel image|invalid device ordinal"
 _CUDA_KWARGS = frozenset({"device", "non_blocking", "memory_format"})
 
 
@@ -89,6 +90,7 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
                 f'fall back with "{value}" if torch.cuda.is_available() else "cpu"',
                 self._fix_string(ctx, node, value, use.kind),
+                evidence={"device": value},
             )
         for call in ctx.nodes(cst.Call):
             func = call.func
@@ -103,7 +105,24 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
                 f".cuda() crashes without a GPU ({_ERROR}); use .to(device) with a device chosen by "
                 f"torch.cuda.is_available()",
                 self._fix_cuda_call(ctx, call),
+                evidence={"cuda_args": "".join(ctx.code(a) for a in call.args)},
             )
+
+    EVIDENCE = ({"device": "cuda"}, {"device": "cuda:0"}, {"cuda_args": ""})
+
+    @classmethod
+    def probe(cls, evidence: dict) -> Probe:
+        fallback = '"cuda" if torch.cuda.is_available() else "cpu"'
+        if "device" in evidence:
+            device = evidence["device"]
+            fixed = fallback.replace('"cuda"', repr(device), 1) if device != "cuda" else fallback
+            return Probe(f"torch.zeros(1, device={device!r})", f"torch.zeros(1, device={fixed})", _EXPECT,
+                         note="a tensor created on the hard-coded device")
+        args = evidence["cuda_args"]
+        index = args.strip().rstrip(",")
+        target = fallback if not index.isdigit() else fallback.replace('"cuda"', repr(f"cuda:{index}"), 1)
+        return Probe(f"torch.nn.Linear(2, 2).cuda({args})", f"torch.nn.Linear(2, 2).to({target})", _EXPECT,
+                     note="a module moved with .cuda()")
 
     def _fix_string(self, ctx: Context, node: cst.SimpleString, value: str, kind: str) -> Fix | None:
         if kind in ("keyword", "to") and value in ("cuda", "cuda:0"):

@@ -8,7 +8,7 @@ import libcst as cst
 
 from devlint.context import Context
 from devlint.provenance import provenance
-from devlint.rules.base import Applicability, Finding, Fix, Rule, insert_after
+from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, insert_after
 
 _GRAD_ERROR = "\"Can't call numpy() on Tensor that requires grad\""
 _GPU_ERROR = '"can\'t convert cuda:0 device type tensor to numpy"'
@@ -76,4 +76,25 @@ host memory and cut from the autograd graph.
             insert = "".join(missing)
             message = f".numpy() on a tensor that {' and '.join(problems)}; call {insert} first"
             fix = Fix((insert_after(ctx, func.value, insert),), Applicability.SAFE, f"Insert {insert}")
-            yield self.finding(ctx, call, message, fix)
+            yield self.finding(ctx, call, message, fix,
+                               evidence={"grad": bool(val.grad), "gpu": bool(val.gpu), "insert": insert})
+
+    EVIDENCE = (
+        {"grad": True, "gpu": False, "insert": ".detach()"},
+        {"grad": False, "gpu": True, "insert": ".cpu()"},
+        {"grad": True, "gpu": True, "insert": ".detach().cpu()"},
+    )
+
+    @classmethod
+    def probe(cls, evidence: dict) -> Probe:
+        make = f"t = torch.ones(2, requires_grad={bool(evidence['grad'])})"
+        move = "\nt = t.to(ACCEL) if ACCEL else t" if evidence["gpu"] else ""
+        insert = evidence["insert"]
+        what = " and ".join(w for w, on in (("requires grad", evidence["grad"]), ("lives on a GPU", evidence["gpu"])) if on)
+        return Probe(
+            f"{make}{move}\nt.numpy()",
+            f"{make}{move}\nt{insert}.numpy()",
+            r"Can't call numpy\(\) on Tensor that requires grad|can't convert \w+(:\d+)? device type tensor to numpy",
+            needs=None if evidence["grad"] else "accelerator",
+            note=f"a tensor that {what}",
+        )

@@ -10,7 +10,7 @@ import libcst as cst
 from devlint.analysis import device_uses, string_value
 from devlint.context import Context
 from devlint.devicestr import DEVICE_TYPES, InvalidDeviceString, parse_device, suggest
-from devlint.rules.base import Applicability, Finding, Fix, Rule, replace
+from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, replace
 
 _TORCHY = re.compile(r"\s*(" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)) + ")", re.IGNORECASE)
 # Device types that out-of-tree backends register through PrivateUse1 (torch_npu, torch_mlu, torch_musa,
@@ -107,7 +107,7 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
                 f'{multi.group(1)} device — to use devices {", ".join(ids)} set CUDA_VISIBLE_DEVICES="{",".join(ids)}" '
                 f"before importing torch, or nn.DataParallel(model, device_ids=[{', '.join(ids)}])"
             )
-            return self.finding(ctx, node, message)
+            return self.finding(ctx, node, message, evidence={"value": value, "fixed": None})
         suggestion, safe = suggest(value)
         fix = None
         if suggestion is not None:
@@ -121,4 +121,19 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
         else:
             hint = 'use a device type such as "cuda", "cuda:0", "mps" or "cpu"'
         message = f'Invalid device string "{value}": torch.device raises "{_short(error)}"; {hint}'
-        return self.finding(ctx, node, message, fix)
+        return self.finding(ctx, node, message, fix, evidence={"value": value, "fixed": suggestion})
+
+    EVIDENCE = (
+        {"value": "cuda:1,2", "fixed": None}, {"value": "gpu", "fixed": "cuda"}, {"value": "CUDA", "fixed": "cuda"},
+        {"value": "cuda0", "fixed": "cuda:0"}, {"value": "cuda: 0", "fixed": "cuda:0"}, {"value": "cuda:-1", "fixed": "cuda"},
+    )
+
+    @classmethod
+    def probe(cls, evidence: dict) -> Probe:
+        fixed = evidence.get("fixed")
+        return Probe(
+            f"torch.device({evidence['value']!r})",
+            f"torch.device({fixed!r})" if fixed is not None else None,
+            r"Invalid device string|Expected one of|Could not parse device index|Device string must not be empty",
+            note="torch.device() on the string",
+        )

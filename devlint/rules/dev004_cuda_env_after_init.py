@@ -10,7 +10,7 @@ from devlint.analysis import CUDA_INIT_CALLS, string_value
 from devlint.context import Context
 from devlint.devicestr import InvalidDeviceString, parse_device
 from devlint.source import split_lines
-from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Rule, node_end, node_start
+from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Probe, Rule, node_end, node_start
 
 ENV_VARS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
 _WRITE_METHODS = {"os.environ.update", "os.environ.setdefault", "os.putenv"}
@@ -24,6 +24,16 @@ def _is_cuda_literal(value: cst.BaseExpression) -> bool:
         return parse_device(text).type == "cuda"
     except InvalidDeviceString:
         return False
+
+
+def _judge(result: dict) -> tuple[str, str]:
+    initial, late, fresh = result["initial"], result["late"], result["fresh"]
+    if fresh == initial:
+        return "inconclusive", f"the setting does not change what this machine sees ({initial} GPUs either way)"
+    if late == initial:
+        return "confirmed", (f"torch.cuda.device_count() stayed {late} after the late setting; "
+                             f"a process that set it first sees {fresh}")
+    return "not reproduced", f"the late setting took effect ({initial} -> {late})"
 
 
 class CudaEnvAfterInit(Rule):
@@ -90,7 +100,53 @@ there is no automatic fix.
                 f"{var} is set after CUDA was initialised, so it has no effect; set it before "
                 f"`import torch` (or in the shell)"
             )
-            yield self.finding(ctx, node, message, self._fix(ctx, node))
+            yield self.finding(ctx, node, message, self._fix(ctx, node),
+                               evidence={"var": var, "value": self._literal_value(node, var)})
+
+    @staticmethod
+    def _literal_value(node: cst.CSTNode, var: str) -> str | None:
+        if isinstance(node, cst.Assign):
+            return string_value(node.value)
+        assert isinstance(node, cst.Call)
+        for i, arg in enumerate(node.args):
+            if arg.keyword is not None and arg.keyword.value == var:
+                return string_value(arg.value)
+            if isinstance(arg.value, cst.Dict):
+                for el in arg.value.elements:
+                    if isinstance(el, cst.DictElement) and string_value(el.key) == var:
+                        return string_value(el.value)
+            if i == 1 and arg.keyword is None:
+                return string_value(arg.value)
+        return None
+
+    EVIDENCE = ({"var": "CUDA_VISIBLE_DEVICES", "value": "1,2"},)
+
+    @classmethod
+    def probe(cls, evidence: dict) -> Probe:
+        var, value = evidence["var"], evidence.get("value")
+        if value is None or var != "CUDA_VISIBLE_DEVICES":
+            value = ""  # hide every GPU: the one setting whose effect any CUDA machine can show
+        count = "import torch; print(torch.cuda.device_count())"
+        fresh = (
+            "import os, subprocess, sys\n"
+            f"_fresh = subprocess.run([sys.executable, '-c', {count!r}], capture_output=True, text=True, "
+            f"env={{**os.environ, {var!r}: {value!r}}})\n"
+            "_n_fresh = int(_fresh.stdout.split()[-1])\n"
+        )
+        before = (
+            f"{fresh}_n0 = torch.cuda.device_count()\n"
+            f"os.environ[{var!r}] = {value!r}\n"
+            "RESULT = {'initial': _n0, 'late': torch.cuda.device_count(), 'fresh': _n_fresh}"
+        )
+        after = (
+            f"{fresh}"
+            f"_late = subprocess.run([sys.executable, '-c', {count!r}], capture_output=True, text=True, "
+            f"env={{**os.environ, {var!r}: {value!r}}})\n"
+            "RESULT = {'fixed': int(_late.stdout.split()[-1]), 'fresh': _n_fresh}\n"
+            "assert RESULT['fixed'] == RESULT['fresh'], RESULT"
+        )
+        return Probe(before, after, r"$^", needs="cuda", isolated=True, judge=_judge,
+                     note=f"{var}={value!r} set after torch.cuda.device_count()")
 
     @staticmethod
     def _initialises_cuda(ctx: Context, call: cst.Call) -> bool:
