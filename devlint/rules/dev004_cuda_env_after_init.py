@@ -26,12 +26,24 @@ def _is_cuda_literal(value: cst.BaseExpression) -> bool:
         return False
 
 
+_PROBE_INITS = {
+    "torch.cuda.device_count": "torch.cuda.device_count()", "torch.cuda.is_available": "torch.cuda.is_available()",
+    "torch.cuda.init": "torch.cuda.init()", "torch.cuda.set_device": "torch.cuda.set_device(0)",
+    "torch.cuda.current_device": "torch.cuda.current_device()", "torch.cuda.synchronize": "torch.cuda.synchronize()",
+}
+
+
+def _probe_init(qualname: str | None) -> str:
+    """A runnable stand-in for the call that initialised CUDA in the flagged code."""
+    return _PROBE_INITS.get(qualname or "", "torch.zeros(1, device='cuda')")
+
+
 def _judge(result: dict) -> tuple[str, str]:
     initial, late, fresh = result["initial"], result["late"], result["fresh"]
     if fresh == initial:
         return "inconclusive", f"the setting does not change what this machine sees ({initial} GPUs either way)"
     if late == initial:
-        return "confirmed", (f"torch.cuda.device_count() stayed {late} after the late setting; "
+        return "confirmed", (f"the CUDA driver's device count stayed {late} after the late setting; "
                              f"a process that set it first sees {fresh}")
     return "not reproduced", f"the late setting took effect ({initial} -> {late})"
 
@@ -82,26 +94,24 @@ there is no automatic fix.
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
             return
-        first_init: dict[cst.CSTNode | None, int] = {}  # flow (function or None for module) -> order
-        for call in ctx.nodes(cst.Call):
+        first_init: dict[cst.CSTNode | None, cst.Call] = {}  # flow (function, or None for the module) -> call
+        for call in ctx.nodes(cst.Call):  # in source order
             if self._initialises_cuda(ctx, call):
-                flow = ctx.enclosing_function(call)
-                order = ctx.order[call]
-                if order < first_init.get(flow, order + 1):
-                    first_init[flow] = order
+                first_init.setdefault(ctx.enclosing_function(call), call)
         if not first_init:
             return
         for node, var in self._writes(ctx):
-            flow = ctx.enclosing_function(node)
-            init = first_init.get(flow)
-            if init is None or ctx.order[node] < init:
+            init = first_init.get(ctx.enclosing_function(node))
+            if init is None or ctx.order[node] < ctx.order[init]:
                 continue
+            name = ctx.qualname(init.func) or ctx.code(init.func)
             message = (
-                f"{var} is set after CUDA was initialised, so it has no effect; set it before "
-                f"`import torch` (or in the shell)"
+                f"{var} is set after CUDA was initialised ({name.split('.')[-1]}() on line "
+                f"{node_start(ctx, init).row}), so it has no effect; set it before `import torch` (or in the shell)"
             )
-            yield self.finding(ctx, node, message, self._fix(ctx, node),
-                               evidence={"var": var, "value": self._literal_value(node, var)})
+            yield self.finding(ctx, node, message, self._fix(ctx, node), evidence={
+                "var": var, "value": self._literal_value(node, var), "init": _probe_init(ctx.qualname(init.func)),
+            })
 
     @staticmethod
     def _literal_value(node: cst.CSTNode, var: str) -> str | None:
@@ -119,34 +129,41 @@ there is no automatic fix.
                 return string_value(arg.value)
         return None
 
-    EVIDENCE = ({"var": "CUDA_VISIBLE_DEVICES", "value": "1,2"},)
+    EVIDENCE = tuple(
+        {"var": "CUDA_VISIBLE_DEVICES", "value": "", "init": init}
+        for init in ("torch.cuda.device_count()", "torch.cuda.is_available()", "torch.zeros(1, device='cuda')")
+    )
 
     @classmethod
     def probe(cls, evidence: dict) -> Probe:
         var, value = evidence["var"], evidence.get("value")
+        init = evidence.get("init", "torch.zeros(1, device='cuda')")
         if value is None or var != "CUDA_VISIBLE_DEVICES":
             value = ""  # hide every GPU: the one setting whose effect any CUDA machine can show
-        count = "import torch; print(torch.cuda.device_count())"
+        # the CUDA driver's own count, not torch.cuda.device_count() (which may ask NVML and re-read the env)
+        count = "import torch; print(torch._C._cuda_getDeviceCount())"
         fresh = (
             "import os, subprocess, sys\n"
-            f"_fresh = subprocess.run([sys.executable, '-c', {count!r}], capture_output=True, text=True, "
-            f"env={{**os.environ, {var!r}: {value!r}}})\n"
-            "_n_fresh = int(_fresh.stdout.split()[-1])\n"
+            "def _count(**env):\n"
+            f"    out = subprocess.run([sys.executable, '-c', {count!r}], capture_output=True, text=True, env={{**os.environ, **env}})\n"
+            "    return int(out.stdout.split()[-1])\n"
+            "_n0 = _count()\n"
+            f"_n_fresh = _count(**{{{var!r}: {value!r}}})\n"
         )
         before = (
-            f"{fresh}_n0 = torch.cuda.device_count()\n"
+            f"{fresh}{init}\n"
             f"os.environ[{var!r}] = {value!r}\n"
-            "RESULT = {'initial': _n0, 'late': torch.cuda.device_count(), 'fresh': _n_fresh}"
+            "RESULT = {'initial': _n0, 'late': torch._C._cuda_getDeviceCount(), 'fresh': _n_fresh}"
         )
+        # the fix: the same program with the setting made before `import torch`
+        fixed_program = f"import os; os.environ[{var!r}] = {value!r}; import torch; {init}; {count.split('; ', 1)[1]}"
         after = (
-            f"{fresh}"
-            f"_late = subprocess.run([sys.executable, '-c', {count!r}], capture_output=True, text=True, "
-            f"env={{**os.environ, {var!r}: {value!r}}})\n"
-            "RESULT = {'fixed': int(_late.stdout.split()[-1]), 'fresh': _n_fresh}\n"
-            "assert RESULT['fixed'] == RESULT['fresh'], RESULT"
+            f"{fresh}_out = subprocess.run([sys.executable, '-c', {fixed_program!r}], capture_output=True, text=True)\n"
+            "RESULT = int(_out.stdout.split()[-1])\n"
+            "assert RESULT == _n_fresh, (RESULT, _n_fresh)"
         )
         return Probe(before, after, r"$^", needs="cuda", isolated=True, judge=_judge,
-                     note=f"{var}={value!r} set after torch.cuda.device_count()")
+                     note=f"{var}={value!r} set after {init}")
 
     @staticmethod
     def _initialises_cuda(ctx: Context, call: cst.Call) -> bool:
