@@ -189,6 +189,6 @@ def test_cuda_path(tmp_path):
     assert gpu["targets"]["cuda"]["verdict"] == "confirmed"
     assert "can't convert cuda:0 device type tensor to numpy" in gpu["targets"]["cuda"]["detail"]
     assert gpu["fixed"]["cuda"]["verdict"] == "clean"
-    hard = d[("aliases.py", 8, "DEV001")]
+    hard = d[("aliases.py", 7, "DEV001")]  # layer.to("cuda")
     assert hard["targets"]["no-gpu"]["verdict"] == "confirmed"
     assert hard["targets"]["cuda"]["verdict"] == "not reproduced"
