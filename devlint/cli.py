@@ -163,7 +163,7 @@ def verify(paths: tuple[str, ...], rules_mode: bool, script: str | None, timeout
 
     try:
         if rules_mode:
-            click.echo(render_matrix(v.rule_matrix(targets, timeout), targets, output_format), nl=False)
+            click.echo(render_matrix(v.rule_matrix(targets, timeout, codes), targets, output_format), nl=False)
             sys.exit(0)
         if script is not None:
             if not os.path.isfile(script):

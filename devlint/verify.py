@@ -234,10 +234,13 @@ def verify_findings(findings: list[Finding], targets: list[Target], timeout: int
     return verified
 
 
-def rule_matrix(targets: list[Target], timeout: int) -> list[tuple[str, dict, str, dict[str, Outcome], dict[str, Outcome]]]:
-    """Every rule's own evidence probes on every target: (code, evidence, note, before, after)."""
+def rule_matrix(targets: list[Target], timeout: int, codes: set[str] | None = None,
+                ) -> list[tuple[str, dict, str, dict[str, Outcome], dict[str, Outcome]]]:
+    """Every (selected) rule's own evidence probes on every target: (code, evidence, note, before, after)."""
     findings = []
     for code, cls in all_rules().items():
+        if codes is not None and code not in codes:
+            continue
         for evidence in cls.EVIDENCE:
             findings.append(Finding(code, "", None, None, evidence=evidence))  # type: ignore[arg-type]
     return [(v.finding.code, v.finding.evidence or {}, v.note, v.before, v.after)

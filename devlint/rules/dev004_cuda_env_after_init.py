@@ -156,7 +156,8 @@ there is no automatic fix.
             "RESULT = {'initial': _n0, 'late': torch._C._cuda_getDeviceCount(), 'fresh': _n_fresh}"
         )
         # the fix: the same program with the setting made before `import torch`
-        fixed_program = f"import os; os.environ[{var!r}] = {value!r}; import torch; {init}; {count.split('; ', 1)[1]}"
+        fixed_program = (f"import os\nos.environ[{var!r}] = {value!r}\nimport torch\ntry:\n    {init}\n"
+                         f"except Exception:\n    pass  # e.g. no GPU left visible\n{count.split('; ', 1)[1]}")
         after = (
             f"{fresh}_out = subprocess.run([sys.executable, '-c', {fixed_program!r}], capture_output=True, text=True)\n"
             "RESULT = int(_out.stdout.split()[-1])\n"
