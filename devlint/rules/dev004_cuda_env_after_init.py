@@ -69,6 +69,11 @@ The CUDA runtime reads `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` once, when
 the process. After that, changing `os.environ` does nothing: the process keeps seeing every GPU, in the
 old order. Nothing fails — the job silently runs on the wrong GPUs, or on all of them.
 
+`torch.cuda.is_available()`, `torch.cuda.init()` and any CUDA tensor initialise CUDA.
+`torch.cuda.device_count()` does too where torch cannot ask NVML (and in older torch); recent torch
+answers it from NVML and re-reads the variable until CUDA really starts, so `devlint verify` may report
+such a finding as "not reproduced" on your machine. Setting the variable first is right either way.
+
 ## Example
 ```python
 import os
