@@ -29,3 +29,15 @@ def test_demo_output_in_readme_is_real(monkeypatch):
     result = CliRunner().invoke(main, ["fixtures/demo/"])
     assert result.exit_code == 1
     assert result.output == block
+
+
+def test_verify_output_in_readme_is_real(monkeypatch):
+    pytest = __import__("pytest")
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("the README shows a CPU-only machine")
+    block = re.search(r"```console\n\$ devlint verify fixtures/demo/\n(.*?)```", README, re.S).group(1)
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(main, ["verify", "fixtures/demo/"])
+    assert result.exit_code == 1
+    assert result.output == block
