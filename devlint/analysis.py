@@ -177,7 +177,6 @@ class DeviceUse:
     kind: str  # "torch.device", "keyword", "to", "assign", "dict", "default", "argparse"
     expr: cst.BaseExpression  # the outermost expression in the device position
     target: str | None = None  # the variable assigned, for kind "assign"
-    by_name: bool = False  # known only from a name (a `device` variable, parameter or key), not from use
 
 
 class DeviceUses:
@@ -249,7 +248,7 @@ class DeviceUses:
                 if isinstance(func, cst.Attribute) and func.attr.value == "add_argument" and any(
                     "device" in (string_value(a.value) or "") for a in call.args if a.keyword is None
                 ):
-                    return DeviceUse("argparse", expr, by_name=True)  # type: ignore[arg-type]
+                    return DeviceUse("argparse", expr)  # type: ignore[arg-type]
             return None
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
@@ -257,15 +256,15 @@ class DeviceUses:
                 name = dotted_name(target)
                 used = bool(name) and self.used_as_device(name, parent)  # type: ignore[arg-type]
                 if name and (used or is_device_var_name(name)):
-                    return DeviceUse("assign", expr, name, by_name=not used)  # type: ignore[arg-type]
+                    return DeviceUse("assign", expr, name)  # type: ignore[arg-type]
             return None
         if isinstance(parent, cst.DictElement) and parent.value is expr:
             key = string_value(parent.key)
             if key is not None and is_device_var_name(key):
-                return DeviceUse("dict", expr, by_name=True)  # type: ignore[arg-type]
+                return DeviceUse("dict", expr)  # type: ignore[arg-type]
             return None
         if isinstance(parent, cst.Param) and parent.default is expr and is_device_var_name(parent.name.value):
-            return DeviceUse("default", expr, by_name=True)  # type: ignore[arg-type]
+            return DeviceUse("default", expr)  # type: ignore[arg-type]
         return None
 
 

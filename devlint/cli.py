@@ -52,9 +52,14 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--output-format", type=click.Choice(report.FORMATS), default="text", show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--config", "config_file", type=click.Path(), help="Use this pyproject.toml / TOML file.")
+@click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="Worker processes (default: the core count).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), help="Where the cache lives (default: .devlint_cache beside the config).")
+@click.option("--no-prefilter", is_flag=True, help="Parse every file, also those with none of the rules' trigger tokens.")
 def check(paths: tuple[str, ...], fix: bool, unsafe_fixes: bool, diff: bool, select: tuple[str, ...],
           extend_select: tuple[str, ...], ignore: tuple[str, ...], exit_zero: bool, statistics: bool,
-          output_format: str, quiet: bool, config_file: str | None) -> None:
+          output_format: str, quiet: bool, config_file: str | None, jobs: int | None, no_cache: bool,
+          cache_dir: str | None, no_prefilter: bool) -> None:
     """Lint PATHS (default: the current directory)."""
     try:
         config = resolve(config_file, list(paths))
@@ -67,7 +72,11 @@ def check(paths: tuple[str, ...], fix: bool, unsafe_fixes: bool, diff: bool, sel
         sys.exit(2)
 
     try:
-        result = run(list(paths), config, Options(select=codes, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff))
+        cache = None if no_cache else (cache_dir or os.environ.get("DEVLINT_CACHE_DIR")
+                                       or os.path.join(str(config.root), ".devlint_cache"))
+        options = Options(select=codes, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, prefilter=not no_prefilter,
+                          cache_dir=cache, jobs=jobs or os.cpu_count() or 1)
+        result = run(list(paths), config, options)
     except Exception as exc:  # an internal error: say so, exit 2
         click.echo(f"devlint: internal error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(2)

@@ -17,75 +17,77 @@ def _spec(patterns: list[str]) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-class _GitIgnores:
-    """The .gitignore files that apply to a directory: its own and its ancestors' up to the repo root."""
+def _load_gitignore(directory: str) -> pathspec.PathSpec | None:
+    try:
+        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+            return _spec(fh.read().splitlines())
+    except OSError:
+        return None
 
-    def __init__(self) -> None:
-        self._cache: dict[Path, pathspec.PathSpec | None] = {}
 
-    def _load(self, directory: Path) -> pathspec.PathSpec | None:
-        if directory not in self._cache:
-            spec = None
-            gitignore = directory / ".gitignore"
-            try:
-                if gitignore.is_file():
-                    spec = _spec(gitignore.read_text(encoding="utf-8", errors="replace").splitlines())
-            except OSError:
-                spec = None
-            self._cache[directory] = spec
-        return self._cache[directory]
+class _Ignores:
+    """Exclusion for one walk: config patterns (relative to the config root) and the .gitignore files that
+    apply to each directory, computed once per directory rather than once per file."""
 
-    def ignored(self, path: Path, is_dir: bool) -> bool:
-        for directory in path.parents:
-            spec = self._load(directory)
+    def __init__(self, config: Config) -> None:
+        self.exclude = _spec(config.exclude + config.extend_exclude)
+        self.root = str(config.root)
+        self.gitignore = config.respect_gitignore
+        self._specs: dict[str, list[tuple[str, pathspec.PathSpec]]] = {}
+
+    def _ancestor_specs(self, directory: str) -> list[tuple[str, pathspec.PathSpec]]:
+        """(base directory, spec) for .gitignore files in ``directory`` and above it, up to the repo root."""
+        if directory not in self._specs:
+            specs: list[tuple[str, pathspec.PathSpec]] = []
+            spec = _load_gitignore(directory)
             if spec is not None:
-                rel = path.relative_to(directory).as_posix() + ("/" if is_dir else "")
-                if spec.match_file(rel):
+                specs.append((directory, spec))
+            parent = os.path.dirname(directory)
+            if parent != directory and not os.path.exists(os.path.join(directory, ".git")):
+                specs = self._ancestor_specs(parent) + specs
+            self._specs[directory] = specs
+        return self._specs[directory]
+
+    def excluded(self, directory: str, real_directory: str, name: str, is_dir: bool) -> bool:
+        slash = "/" if is_dir else ""
+        if self.exclude.match_file(name + slash):
+            return True
+        rel_dir = os.path.relpath(real_directory, self.root)
+        if not rel_dir.startswith(".."):
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if self.exclude.match_file(rel.replace(os.sep, "/") + slash):
+                return True
+        if self.gitignore:
+            path = os.path.join(directory, name)
+            for base, spec in self._ancestor_specs(directory):
+                if spec.match_file(os.path.relpath(path, base).replace(os.sep, "/") + slash):
                     return True
-            if (directory / ".git").exists():
-                break
         return False
 
 
 def iter_files(paths: list[str], config: Config) -> Iterator[tuple[str, bool]]:
     """(path, named explicitly) for every file to lint, each once, in a stable order."""
-    exclude = _spec(config.exclude + config.extend_exclude)
-    gitignores = _GitIgnores() if config.respect_gitignore else None
-    root = config.root
+    ignores = _Ignores(config)
     seen: set[str] = set()
-
-    def excluded(path: Path, is_dir: bool) -> bool:
-        if exclude.match_file(path.name + ("/" if is_dir else "")):
-            return True
-        try:
-            rel = Path(os.path.realpath(path)).relative_to(root).as_posix()
-        except ValueError:
-            rel = None
-        if rel and exclude.match_file(rel + ("/" if is_dir else "")):
-            return True
-        return gitignores is not None and gitignores.ignored(Path(os.path.abspath(path)), is_dir)
-
     for raw in paths or ["."]:
-        path = Path(raw)
-        if not path.is_dir():
+        if not os.path.isdir(raw):
             key = os.path.abspath(raw)
             if key not in seen:
                 seen.add(key)
                 yield raw, True  # named on the command line: always linted (or reported unreadable)
             continue
         for dirpath, dirnames, filenames in os.walk(raw, followlinks=False):
-            base = Path(dirpath)
-            dirnames[:] = sorted(d for d in dirnames if not excluded(base / d, True))
+            directory = os.path.abspath(dirpath)
+            real = os.path.realpath(directory)
+            dirnames[:] = sorted(d for d in dirnames if not ignores.excluded(directory, real, d, True))
             for name in sorted(filenames):
-                if not name.endswith(PYTHON_SUFFIXES):
+                if not name.endswith(PYTHON_SUFFIXES) or ignores.excluded(directory, real, name, False):
                     continue
-                file = base / name
-                if excluded(file, False):
-                    continue
-                key = os.path.abspath(file)
+                file = os.path.normpath(os.path.join(dirpath, name))
+                key = os.path.join(directory, name)
                 if key not in seen:
                     seen.add(key)
-                    yield os.path.normpath(file), False
+                    yield file, False
 
 
 def per_file_ignored(path: str, config: Config) -> list[str]:

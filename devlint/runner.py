@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from devlint.cache import Cache
 from devlint.config import Config, expand_codes
 from devlint.discovery import iter_files, per_file_ignored
 from devlint.engine import IO_ERROR, fix_text, lint_text
@@ -19,6 +20,9 @@ class Options:
     fix: bool = False
     unsafe_fixes: bool = False
     diff: bool = False
+    prefilter: bool = True
+    cache_dir: str | None = None  # None: no cache
+    jobs: int = 1
 
 
 @dataclass
@@ -61,6 +65,20 @@ def process_file(path: str, explicit: bool, config: Config, options: Options) ->
     except SourceError as exc:
         result.findings.append(_io_finding(path, str(exc)))
         return result
+    cache = None
+    if options.cache_dir is not None and not (options.fix or options.diff):
+        cache = Cache(options.cache_dir, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}")
+        cached = cache.get(data, path)
+        if cached is not None:
+            result.findings = cached
+            return result
+    if options.prefilter:
+        # the byte-level pre-filter: parse only for the rules whose trigger tokens occur in the file
+        rules = [r for r in rules if r.triggers is None or r.triggers.search(data)]
+        if not rules:
+            if cache is not None:
+                cache.put(data, [])
+            return result
     if options.fix or options.diff:
         outcome = fix_text(source.text, path, rules, options.unsafe_fixes)
         result.findings = outcome.remaining.findings
@@ -84,11 +102,25 @@ def process_file(path: str, explicit: bool, config: Config, options: Options) ->
         outcome_lint = lint_text(source.text, path, rules)
         result.findings = outcome_lint.findings
         result.crashes = outcome_lint.crashes
+        if cache is not None and not result.crashes:
+            cache.put(data, result.findings)
     return result
 
 
+def _worker(args: tuple[str, bool, Config, Options]) -> FileResult:
+    return process_file(*args)
+
+
 def run(paths: list[str], config: Config, options: Options) -> RunResult:
+    files = list(iter_files(paths, config))
     run_result = RunResult()
-    for path, explicit in iter_files(paths, config):
-        run_result.files.append(process_file(path, explicit, config, options))
+    if options.jobs > 1 and len(files) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        jobs = min(options.jobs, len(files))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            chunk = max(1, min(64, len(files) // (jobs * 8)))
+            run_result.files = list(pool.map(_worker, [(p, e, config, options) for p, e in files], chunksize=chunk))
+    else:
+        run_result.files = [process_file(path, explicit, config, options) for path, explicit in files]
     return run_result

@@ -284,13 +284,13 @@ def test_gitignore_and_default_excludes(runner, project):
 
 # --- bad input ---------------------------------------------------------------------------------
 def test_bad_files_are_diagnosed_and_the_run_continues(runner, project):
-    (project / "pkg" / "py2.py").write_text('print "hello"\n')
+    (project / "pkg" / "py2.py").write_text('import torch\nprint "cuda"\n')
     (project / "pkg" / "binary.py").write_bytes(b"\x00\x01\x02import torch\n")
     (project / "pkg" / "latin.py").write_bytes(b"x = '\xe9'\n")  # not UTF-8 and no cookie
     result = invoke(runner, "-q", "pkg")
     assert result.exit_code == 1
     out = result.output
-    assert f"{os.path.join('pkg', 'py2.py')}:1:" in out and "E999 SyntaxError" in out
+    assert f"{os.path.join('pkg', 'py2.py')}:2:" in out and "E999 SyntaxError" in out
     assert f"{os.path.join('pkg', 'binary.py')}:1:1: E902 binary file" in out
     assert f"{os.path.join('pkg', 'latin.py')}:1:1: E902 cannot decode line 1 as utf-8" in out
     assert f"{os.path.join('pkg', 'bad.py')}:3:10: DEV001" in out  # the good work is still done
@@ -338,3 +338,10 @@ def test_fifos_symlink_loops_and_empty_files(runner, project):
     assert "pkg/loop.py:1:1: E902 cannot read file: Too many levels of symbolic links" in result.output
     assert "empty.py" not in result.output
     assert result.output.count("pkg/bad.py:3:10: DEV001") == 1  # the directory cycle is not followed
+
+
+def test_prefilter_skips_files_without_trigger_tokens(runner, project):
+    (project / "pkg" / "broken.py").write_text('print "hello"\n')  # nothing any rule looks for
+    assert "broken.py" not in invoke(runner, "-q", "pkg").output
+    result = invoke(runner, "-q", "--no-prefilter", "pkg")
+    assert f"{os.path.join('pkg', 'broken.py')}:1:" in result.output and "E999 SyntaxError" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar, Iterable
@@ -111,6 +112,11 @@ class Rule:
     summary: ClassVar[str] = ""  # one line for `devlint rules`
     fix_availability: ClassVar[str] = "none"  # "always", "sometimes" or "none"
     doc: ClassVar[str] = ""  # Markdown: what it catches, why, example, fix (the rules/CODE.md page body)
+
+    # The byte-level pre-filter: a file whose raw bytes do not match cannot produce this rule's findings,
+    # so it is not parsed for it. None: always parse. Keep it in step with check() (a test compares
+    # findings with and without the pre-filter over every fixture).
+    triggers: ClassVar["re.Pattern[bytes] | None"] = None
 
     # Evidence examples that `devlint verify --rules` runs: the rule's claims about torch, checked live.
     EVIDENCE: ClassVar[tuple[dict, ...]] = ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import libcst as cst
@@ -22,6 +23,7 @@ class HardcodedCuda(Rule):
     name = "hard-coded-cuda"
     summary = "A CUDA device is chosen with no torch.cuda.is_available() fallback."
     fix_availability = "sometimes"
+    triggers = re.compile(rb"cuda")  # a "cuda..." string or a .cuda() call
     doc = '''
 ## What it catches
 A CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a

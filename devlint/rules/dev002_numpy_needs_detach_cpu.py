@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import libcst as cst
@@ -19,6 +20,7 @@ class NumpyNeedsDetachCpu(Rule):
     name = "numpy-needs-detach-cpu"
     summary = ".numpy() on a tensor that may require grad or live on a GPU, without .detach()/.cpu()."
     fix_availability = "always"
+    triggers = re.compile(rb"\.[\s\\]*numpy\b")  # an attribute .numpy (whitespace and line joins allowed)
     doc = '''
 ## What it catches
 `.numpy()` on a torch tensor that, by the evidence in the code, may require grad or live off the CPU:

@@ -30,6 +30,14 @@ class InvalidDeviceStringRule(Rule):
     name = "invalid-device-string"
     summary = "A device string that torch.device rejects ('cuda:1,2', 'gpu', 'CUDA', 'cuda0', ...)."
     fix_availability = "sometimes"
+    # A string literal right in a syntactic device position (torch.device(...), .to(...), device=,
+    # map_location=, a "device" key), a `device` name imported (an alias of torch.device), or a string that
+    # starts like a device type (what every other position requires).
+    triggers = re.compile(
+        rb"(device\s*\(|\.[\s\\]*to\s*\(|device\s*=|map_location\s*=|[\"']device[\"']\s*:)\s*\(?\s*[rRuU]?[\"']"
+        rb"|import[^\n]*\bdevice\b"
+        rb"|[\"']\s*(?i:" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)).encode() + rb")"
+    )
     doc = '''
 ## What it catches
 String literals used as a device (`torch.device(...)`, `.to(...)`, `device=`, a device variable, a
@@ -43,9 +51,11 @@ privateuseone`, case-sensitive, then optionally `:` and a non-negative decimal i
 space or leading zero. A property test keeps devlint's copy in agreement with the installed
 `torch.device`.
 
-`device=` keywords of other libraries are skipped (DALI's `device="gpu"`). Where the device position is
-only known from a name (a `device` variable or parameter, a `"device"` key) or the callee is unknown,
-only strings that start like a torch device type are checked, so sentinels such as `"auto"` pass. Device
+`device=` keywords of other libraries are skipped (DALI's `device="gpu"`). A string passed straight to
+`torch.device(...)`, `.to(...)` or a torch function's `device=` is checked whatever it says; a string
+that reaches a device position through a variable, a `device` parameter default or a `"device"` key, or
+goes to an unknown callee, is checked only when it starts like a torch device type, so sentinels such
+as `"auto"` pass. Device
 types that out-of-tree backends register (`npu`, `mlu`, `musa`, `neuron`, `tpu`, `gcu`, ...) are
 accepted: `torch.device` knows them once the backend is imported.
 
@@ -85,7 +95,7 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
             use = uses.use_of(node)
             if use is None:
                 continue
-            loose = not torch_file or use.by_name or (
+            loose = not torch_file or use.kind in ("assign", "dict", "default", "argparse") or (
                 use.kind == "keyword" and ctx.qualname(self._callee(ctx, use.expr)) is None
             )
             if loose and not _TORCHY.match(value):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import libcst as cst
@@ -53,6 +54,7 @@ class CudaEnvAfterInit(Rule):
     name = "cuda-env-after-init"
     summary = "CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER set after CUDA was initialised: it has no effect."
     fix_availability = "sometimes"
+    triggers = re.compile(rb"CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER")
     doc = '''
 ## What it catches
 Writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`,
