@@ -6,10 +6,25 @@ behaviour; read the diff before committing it."""
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+
+# Python source that makes `import torch` fail, for tests of devlint without torch.
+BLOCK_TORCH = textwrap.dedent('''
+    import sys
+
+    class _NoTorch:
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch" or name.startswith("torch."):
+                raise ModuleNotFoundError("No module named 'torch' (blocked by the test)")
+            return None
+
+    sys.meta_path.insert(0, _NoTorch())
+''')
+
 
 
 def fixture_inputs() -> list[Path]:

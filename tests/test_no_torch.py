@@ -7,19 +7,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+from fixturelib import BLOCK_TORCH
+
 ROOT = Path(__file__).resolve().parent.parent
 
-BLOCK_TORCH = textwrap.dedent('''
-    import sys
-
-    class _NoTorch:
-        def find_spec(self, name, path=None, target=None):
-            if name == "torch" or name.startswith("torch."):
-                raise ModuleNotFoundError("No module named 'torch' (blocked by the test)")
-            return None
-
-    sys.meta_path.insert(0, _NoTorch())
-''')
 
 
 def test_lint_and_fix_without_torch(tmp_path):

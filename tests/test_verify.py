@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from devlint.cli import main
 from devlint.verify import Target, detect_targets, run_probes
+from fixturelib import BLOCK_TORCH
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures"
@@ -152,17 +153,11 @@ def test_targets_always_include_cpu_and_no_gpu():
 
 
 def test_verify_without_torch_exits_2(tmp_path):
-    script = textwrap.dedent('''
-        import sys
-        class _NoTorch:
-            def find_spec(self, name, path=None, target=None):
-                if name == "torch" or name.startswith("torch."):
-                    raise ModuleNotFoundError("No module named 'torch'")
-                return None
-        sys.meta_path.insert(0, _NoTorch())
+    script = BLOCK_TORCH + textwrap.dedent('''
         from devlint.cli import main
         main(["verify", "."])
     ''')
+
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 2
     assert "install `devlint[verify]`" in result.stderr
