@@ -42,9 +42,28 @@ def load(items: list[dict], path: str) -> list[Finding]:
     return out
 
 
+_CODE_DIGEST: str | None = None
+
+
+def code_digest() -> str:
+    """A digest of devlint's own source: a development build with changed rules never reads old entries."""
+    global _CODE_DIGEST
+    if _CODE_DIGEST is None:
+        root = os.path.dirname(os.path.abspath(__file__))
+        digest = hashlib.sha256()
+        for dirpath, dirnames, filenames in sorted(os.walk(root)):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    with open(os.path.join(dirpath, name), "rb") as fh:
+                        digest.update(name.encode() + b"\0" + fh.read())
+        _CODE_DIGEST = digest.hexdigest()[:12]
+    return _CODE_DIGEST
+
+
 class Cache:
     def __init__(self, directory: str, settings_key: str) -> None:
-        self.directory = os.path.join(directory, __version__)
+        self.directory = os.path.join(directory, f"{__version__}-{code_digest()}")
         self.settings = hashlib.sha256(settings_key.encode()).hexdigest()[:16]
 
     def _path(self, data: bytes) -> str:
