@@ -14,7 +14,7 @@ from devlint.rules.base import Applicability, Edit, Finding, Fix, Probe, Rule, n
 from devlint.rules.fixes import fallback_expr, preferred_quote
 
 _ERROR = '"Torch not compiled with CUDA enabled"'
-_EXPECT = r"Torch not compiled with CUDA enabled|No CUDA GPUs are available|Found no NVIDIA driver|CUDA driver|no kernel image|invalid device ordinal"
+_EXPECT = r"Torch not compiled with CUDA enabled|Cannot access accelerator device when none is available|No CUDA GPUs are available|Found no NVIDIA driver|CUDA driver|no kernel image|invalid device ordinal"
 _CUDA_KWARGS = frozenset({"device", "non_blocking", "memory_format"})
 
 
