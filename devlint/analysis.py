@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from devlint.context import Context, dotted_name
+from devlint.context import Context, children, dotted_name
 
 # Calls that answer "is there an accelerator?" (any of them in a condition makes it a guard).
 AVAILABILITY_CALLS = frozenset({
@@ -62,7 +62,7 @@ def _walk_expr(node: cst.CSTNode):
         yield cur
         if isinstance(cur, cst.Lambda):
             continue
-        stack.extend(cur.children)
+        stack.extend(children(cur))
 
 
 class Guards:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from devlint.analysis import guards, string_value
-from devlint.context import Context, dotted_name
+from devlint.context import Context, children, dotted_name
 
 FACTORIES = frozenset({
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
@@ -264,7 +264,7 @@ class Provenance:
                 env[name] = value
 
     def _scan(self, node: cst.CSTNode, env, no_grad) -> None:  # type: ignore[no-untyped-def]
-        for child in node.children:
+        for child in children(node):
             if isinstance(child, cst.BaseExpression):
                 self._eval(child, env, no_grad)
             elif not isinstance(child, (cst.BaseSuite, cst.BaseCompoundStatement)):
