@@ -68,10 +68,17 @@ def decode(data: bytes) -> Source:
     return Source(text=text, encoding=encoding, bom=bom)
 
 
+MAX_BYTES = 4 * 1024 * 1024  # LibCST parses ~0.4 MB/s: a larger file would stall a pre-commit hook for minutes
+
+
 def read_source(path: str) -> tuple[bytes, Source]:
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
             raise SourceError("not a regular file")  # a FIFO or device would block or never end
+        if st.st_size > MAX_BYTES:
+            raise SourceError(f"file too large to lint ({st.st_size / 1e6:.1f} MB; the limit is "
+                              f"{MAX_BYTES // (1024 * 1024)} MiB), skipped")
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:

@@ -1,0 +1,115 @@
+"""The fixer never hurts code: generated programs and a real package's sources, odd inputs, and a kill
+in the middle of `--fix`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+
+from devlint.cli import main
+from devlint.engine import fix_text, lint_text
+from devlint.rules import all_rules, select_rules
+from devlint.source import decode
+
+RULES = select_rules(set(all_rules()))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def check_fixer(text: str, path: str = "<generated>") -> None:
+    """Never crashes; fixed output parses; a second fix changes nothing; no findings -> no change."""
+    lint = lint_text(text, path, RULES)
+    assert not lint.crashes, lint.crashes
+    fixed = fix_text(text, path, RULES, unsafe=True)
+    assert not fixed.remaining.crashes
+    if fixed.text != text:
+        cst.parse_module(fixed.text)
+        assert fix_text(fixed.text, path, RULES, unsafe=True).text == fixed.text
+    if not any(f.fix for f in lint.findings):
+        assert fixed.text == text
+
+
+hypothesmith = pytest.importorskip("hypothesmith")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hypothesmith.from_node())
+def test_generated_programs(source):
+    check_fixer("import torch\n" + source)
+
+
+def _package_sources(name: str) -> list[Path]:
+    module = __import__(name)
+    return sorted(Path(module.__file__).parent.rglob("*.py"))
+
+
+@pytest.mark.parametrize("package", ["click", "torch.utils.data"])
+def test_real_package_sources(package):
+    pytest.importorskip(package.split(".")[0])
+    if package == "torch.utils.data":
+        import torch.utils.data as mod
+        files = sorted(Path(mod.__file__).parent.rglob("*.py"))
+    else:
+        files = _package_sources(package)
+    assert files
+    for path in files:
+        check_fixer(decode(path.read_bytes()).text, str(path))
+
+
+# --- odd inputs --------------------------------------------------------------------------------
+def test_odd_inputs_are_diagnosed_and_fixes_keep_bytes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bug = "w = torch.ones(1, requires_grad=True)\nw.numpy()\n"
+    files = {
+        "mixed.py": ("import torch\r\n" + "w = torch.ones(1, requires_grad=True)\n" + "w.numpy()\r\n").encode(),
+        "latin1.py": ("# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\n" + bug).encode("latin-1"),
+        "bom.py": b"\xef\xbb\xbfimport torch\r\n" + bug.replace("\n", "\r\n").encode(),
+        "empty.py": b"",
+        "notes.txt": b"device = 'cuda'\nnot python at all: [\n",
+        "big.py": b"import torch\n" + b"x = 1  # filler cuda\n" * 500_000 + bug.encode(),  # ~10 MB
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    result = CliRunner().invoke(main, ["-q", "--fix", *files])
+    out = result.output
+    assert "notes.txt:2:" in out and "E999 SyntaxError" in out  # a non-Python file named explicitly
+    assert (tmp_path / "mixed.py").read_bytes() == files["mixed.py"].replace(b"w.numpy()", b"w.detach().numpy()")
+    assert (tmp_path / "latin1.py").read_bytes() == files["latin1.py"].replace(b"w.numpy()", b"w.detach().numpy()")
+    assert (tmp_path / "bom.py").read_bytes() == files["bom.py"].replace(b"w.numpy()", b"w.detach().numpy()")
+    assert "big.py:1:1: E902 file too large to lint (10.5 MB; the limit is 4 MiB), skipped" in out
+    assert (tmp_path / "big.py").read_bytes() == files["big.py"]
+    assert (tmp_path / "empty.py").read_bytes() == b""
+    assert (tmp_path / "notes.txt").read_bytes() == files["notes.txt"]
+
+
+# --- atomic writes ---------------------------------------------------------------------------------
+def test_kill_during_fix_leaves_every_file_old_or_new(tmp_path):
+    src = (ROOT / "fixtures" / "scripts" / "colab_classifier.py").read_text()
+    fixed = (ROOT / "fixtures" / "scripts" / "colab_classifier.fixed.py").read_text()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(300):
+        (tree / f"f{i:03}.py").write_text(src)
+    proc = subprocess.Popen([sys.executable, "-m", "devlint", "--fix", "--unsafe-fixes", "-q", "--jobs", "2", str(tree)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # kill once some, but not all, files are fixed
+        done = sum(1 for p in tree.glob("*.py") if p.read_text() == fixed)
+        if done >= 5:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    states = [p.read_text() for p in sorted(tree.glob("*.py"))]
+    assert len(states) == 300
+    assert all(s in (src, fixed) for s in states)
+    assert 0 < states.count(fixed) < 300, "the kill came too late (or too early) to test anything"
