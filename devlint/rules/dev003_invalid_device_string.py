@@ -25,19 +25,39 @@ def _short(error: str) -> str:
     return error
 
 
+class _Trigger:
+    """DEV003's pre-filter: a regex for the syntactic positions, then a check of device-like literals."""
+
+    _positions = re.compile(
+        rb"(device\s*\(|\.[\s\\]*to\s*\(|device\s*=|map_location\s*=|[\"']device[\"']\s*:)\s*\(?\s*[rRuU]?[\"']"
+        rb"|import[^\n]*\bdevice\b"
+    )
+    _device_like = re.compile(
+        rb"([\"'])(\s*(?i:" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)).encode() + rb")[^\"'\n]{0,40})\1"
+    )
+
+    def search(self, data: bytes) -> bool:
+        if self._positions.search(data):
+            return True
+        for match in self._device_like.finditer(data):
+            if b"\\" in match.group(2):
+                return True  # an escape: let the parser decide what the string says
+            try:
+                parse_device(match.group(2).decode("utf-8", "replace"))
+            except InvalidDeviceString:
+                return True
+        return False
+
+
 class InvalidDeviceStringRule(Rule):
     code = "DEV003"
     name = "invalid-device-string"
     summary = "A device string that torch.device rejects ('cuda:1,2', 'gpu', 'CUDA', 'cuda0', ...)."
     fix_availability = "sometimes"
     # A string literal right in a syntactic device position (torch.device(...), .to(...), device=,
-    # map_location=, a "device" key), a `device` name imported (an alias of torch.device), or a string that
-    # starts like a device type (what every other position requires).
-    triggers = re.compile(
-        rb"(device\s*\(|\.[\s\\]*to\s*\(|device\s*=|map_location\s*=|[\"']device[\"']\s*:)\s*\(?\s*[rRuU]?[\"']"
-        rb"|import[^\n]*\bdevice\b"
-        rb"|[\"']\s*(?i:" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)).encode() + rb")"
-    )
+    # map_location=, a "device" key), a `device` name imported (an alias of torch.device), or an invalid
+    # string that starts like a device type (what every other position requires).
+    triggers = _Trigger()
     doc = '''
 ## What it catches
 String literals used as a device (`torch.device(...)`, `.to(...)`, `device=`, a device variable, a
