@@ -56,7 +56,9 @@ def _io_finding(path: str, message: str) -> Finding:
     return Finding(IO_ERROR, message, pos, pos, path=path, name="io-error")
 
 
-def process_file(path: str, explicit: bool, config: Config, options: Options) -> FileResult:
+def process_file(path: str, explicit: bool, config: Config, options: Options,
+                 cache_only: bool = False) -> FileResult | None:
+    """Lint (or fix) one file. With ``cache_only``, return None unless the answer is known without parsing."""
     result = FileResult(path)
     codes = options.select - expand_codes(per_file_ignored(path, config), f"per-file-ignores for {path}")
     rules = select_rules(codes)
@@ -72,6 +74,8 @@ def process_file(path: str, explicit: bool, config: Config, options: Options) ->
         if cached is not None:
             result.findings = cached
             return result
+    if cache_only:
+        return None
     if options.prefilter:
         # the byte-level pre-filter: parse only for the rules whose trigger tokens occur in the file
         rules = [r for r in rules if r.triggers is None or r.triggers.search(data)]
@@ -108,19 +112,26 @@ def process_file(path: str, explicit: bool, config: Config, options: Options) ->
 
 
 def _worker(args: tuple[str, bool, Config, Options]) -> FileResult:
-    return process_file(*args)
+    return process_file(*args)  # type: ignore[return-value]
 
 
 def run(paths: list[str], config: Config, options: Options) -> RunResult:
     files = list(iter_files(paths, config))
-    run_result = RunResult()
-    if options.jobs > 1 and len(files) > 1:
+    results: list[FileResult | None] = [None] * len(files)
+    if options.cache_dir is not None and not (options.fix or options.diff):
+        # cache hits (and unreadable files) are answered here, without starting workers
+        results = [process_file(p, e, config, options, cache_only=True) for p, e in files]
+    todo = [i for i, r in enumerate(results) if r is None]
+    if options.jobs > 1 and len(todo) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        jobs = min(options.jobs, len(files))
+        jobs = min(options.jobs, len(todo))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            chunk = max(1, min(64, len(files) // (jobs * 8)))
-            run_result.files = list(pool.map(_worker, [(p, e, config, options) for p, e in files], chunksize=chunk))
+            chunk = max(1, min(64, len(todo) // (jobs * 8)))
+            done = pool.map(_worker, [(*files[i], config, options) for i in todo], chunksize=chunk)
+            for i, r in zip(todo, done):
+                results[i] = r
     else:
-        run_result.files = [process_file(path, explicit, config, options) for path, explicit in files]
-    return run_result
+        for i in todo:
+            results[i] = process_file(*files[i], config, options)
+    return RunResult(files=[r for r in results if r is not None])
