@@ -160,9 +160,6 @@ class Context:
             return None
         return f"{target}.{rest}" if rest else target
 
-    def call_name(self, call: cst.Call) -> str | None:
-        return self.qualname(call.func)
-
     @property
     def imports_torch(self) -> bool:
         return any(m == "torch" or m.startswith("torch.") for m in self.imported_modules)

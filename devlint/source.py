@@ -26,18 +26,6 @@ class Source:
     encoding: str = "utf-8"
     bom: bool = False
 
-    @property
-    def newline(self) -> str:
-        """The file's dominant line ending (for inserted lines)."""
-        crlf = self.text.count("\r\n")
-        lf = self.text.count("\n") - crlf
-        cr = self.text.count("\r") - crlf
-        if crlf >= lf and crlf >= cr and crlf:
-            return "\r\n"
-        if cr > lf:
-            return "\r"
-        return "\n"
-
     def encode(self, text: str | None = None) -> bytes:
         data = (self.text if text is None else text).encode(self.encoding)
         return _BOM + data if self.bom else data

@@ -20,12 +20,8 @@ def torch_name(ctx: Context) -> tuple[str, list[Edit]]:
             for s in stmt.body
         ):
             line = node_start(ctx, stmt).row
-            return "torch", [Edit(Position(line, 1), Position(line, 1), "import torch" + ctx_newline(ctx))]
+            return "torch", [Edit(Position(line, 1), Position(line, 1), "import torch" + ctx.module.default_newline)]
     return "torch", []
-
-
-def ctx_newline(ctx: Context) -> str:
-    return ctx.module.default_newline
 
 
 def uses_mps(ctx: Context) -> bool:
