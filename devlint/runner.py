@@ -11,7 +11,7 @@ from devlint.discovery import iter_files, per_file_ignored
 from devlint.engine import IO_ERROR, fix_text, lint_text
 from devlint.rules import select_rules
 from devlint.rules.base import Finding, Position
-from devlint.source import SourceError, read_source, split_lines, write_atomic
+from devlint.source import SourceError, decode, read_bytes, split_lines, write_atomic
 
 
 @dataclass
@@ -63,19 +63,24 @@ def process_file(path: str, explicit: bool, config: Config, options: Options,
     codes = options.select - expand_codes(per_file_ignored(path, config), f"per-file-ignores for {path}")
     rules = select_rules(codes)
     try:
-        data, source = read_source(path)
+        data = read_bytes(path)
     except SourceError as exc:
         result.findings.append(_io_finding(path, str(exc)))
         return result
     cache = None
     if options.cache_dir is not None and not (options.fix or options.diff):
         cache = Cache(options.cache_dir, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}")
-        cached = cache.get(data, path)
+        cached = cache.get(data, path)  # an entry exists only for content that decoded
         if cached is not None:
             result.findings = cached
             return result
     if cache_only:
         return None
+    try:
+        source = decode(data)
+    except SourceError as exc:
+        result.findings.append(_io_finding(path, str(exc)))
+        return result
     if options.prefilter:
         # the byte-level pre-filter: parse only for the rules whose trigger tokens occur in the file
         rules = [r for r in rules if r.triggers is None or r.triggers.search(data)]

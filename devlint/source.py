@@ -59,7 +59,8 @@ def decode(data: bytes) -> Source:
 MAX_BYTES = 4 * 1024 * 1024  # LibCST parses ~0.4 MB/s: a larger file would stall a pre-commit hook for minutes
 
 
-def read_source(path: str) -> tuple[bytes, Source]:
+def read_bytes(path: str) -> bytes:
+    """The file's bytes, or :class:`SourceError` for what devlint will not or cannot read."""
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
@@ -71,6 +72,11 @@ def read_source(path: str) -> tuple[bytes, Source]:
             data = fh.read()
     except OSError as exc:
         raise SourceError(f"cannot read file: {exc.strerror or exc}") from None
+    return data
+
+
+def read_source(path: str) -> tuple[bytes, Source]:
+    data = read_bytes(path)
     return data, decode(data)
 
 
