@@ -184,12 +184,14 @@ class DeviceUses:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        # Names and attributes passed where a device goes: .to(dev), device=dev, torch.device(dev)
+        # every argument in a device position: .to(dev), device=dev, torch.device(dev), map_location=
+        self._device_arg_nodes: set[cst.Arg] = set()
         # (enclosing function or None, name) for names passed where a device goes
         self.device_names: set[tuple[cst.FunctionDef | None, str]] = set()
         self._anywhere: set[str] = set()
         for call in ctx.nodes(cst.Call):
             for arg in self._device_args(call):
+                self._device_arg_nodes.add(arg)
                 name = dotted_name(arg.value)
                 if name:
                     self.device_names.add((ctx.enclosing_function(call), name))
@@ -214,8 +216,9 @@ class DeviceUses:
         out: list[cst.Arg] = []
         qn = ctx.qualname(call.func)
         if qn == "torch.device":
-            if call.args and call.args[0].keyword is None or (call.args and call.args[0].keyword and call.args[0].keyword.value == "type"):
-                out.append(call.args[0])
+            first = call.args[0] if call.args else None
+            if first is not None and (first.keyword is None or first.keyword.value == "type"):
+                out.append(first)
             return out
         is_to = isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and qn is None
         for i, arg in enumerate(call.args):
@@ -237,7 +240,7 @@ class DeviceUses:
             expr, parent = parent, ctx.parent(parent)
         if isinstance(parent, cst.Arg):
             call = ctx.parent(parent)
-            if isinstance(call, cst.Call) and parent in self._device_args(call):
+            if isinstance(call, cst.Call) and parent in self._device_arg_nodes:
                 qn = ctx.qualname(call.func)
                 kind = "torch.device" if qn == "torch.device" else "keyword" if parent.keyword else "to"
                 if kind == "keyword" and isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
