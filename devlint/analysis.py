@@ -3,12 +3,18 @@ a device, and which device variable is in scope. Rules ask; nothing here reports
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import re
 from dataclasses import dataclass
 
-import libcst as cst
 
 from devlint.context import Context, children, dotted_name
+from devlint.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 # Calls that answer "is there an accelerator?" (any of them in a condition makes it a guard).
 AVAILABILITY_CALLS = frozenset({

@@ -1,7 +1,8 @@
 """Results cache: lint findings keyed by file content, devlint version, enabled rules and settings.
 
-Content-addressed (the path is not in the key), so a renamed or copied file hits too. Entries are written
-atomically (temp file + rename), so parallel workers and interrupted runs never leave a torn entry.
+Content-addressed (the path is not in the key), so a renamed or copied file hits too. The cache file is
+written atomically (temp file + rename) by the main process only, so an interrupted run never leaves a
+torn cache.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 
 from devlint import __version__
 from devlint.rules.base import Applicability, Edit, Finding, Fix, Position
@@ -61,29 +63,82 @@ def code_digest() -> str:
     return _CODE_DIGEST
 
 
+def _make_cache_dir(directory: str) -> None:
+    """The cache directory, marked like ruff's: a ``.gitignore`` of ``*`` keeps it out of ``git add .`` and of
+    pre-commit's view, a ``CACHEDIR.TAG`` keeps it out of backups."""
+    os.makedirs(directory, exist_ok=True)
+    for name, text in ((".gitignore", "# Automatically created by devlint.\n*\n"),
+                       ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
+                                        "# This file is a cache directory tag created by devlint.\n")):
+        marker = os.path.join(directory, name)
+        if not os.path.exists(marker):
+            with open(marker, "w", encoding="utf-8") as fh:
+                fh.write(text)
+
+
 class Cache:
-    def __init__(self, directory: str, settings_key: str) -> None:
-        self.directory = os.path.join(directory, f"{__version__}-{code_digest()}")
-        self.settings = hashlib.sha256(settings_key.encode()).hexdigest()[:16]
+    """One JSON file per devlint build (version + source digest): ``{key: [day last used, findings]}``.
 
-    def _path(self, data: bytes) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        return os.path.join(self.directory, self.settings, digest[:2], digest + ".json")
+    The key is the file's content digest plus the enabled rules and settings that apply to it. The main
+    process loads it once, answers hits, collects new entries from the workers and saves once at the end
+    (merged with what is on disk, written atomically); entries unused for ``KEEP_DAYS`` are dropped.
+    """
 
-    def get(self, data: bytes, path: str) -> list[Finding] | None:
+    KEEP_DAYS = 30
+
+    def __init__(self, directory: str) -> None:
+        self.file = os.path.join(directory, f"{__version__}-{code_digest()}.json")
+        self.entries: dict[str, list] = self._read()
+        self.dirty = False
+        self.today = int(time.time() // 86400)
+
+    def _read(self) -> dict[str, list]:
         try:
-            with open(self._path(data), encoding="utf-8") as fh:
-                return load(json.load(fh), path)
-        except (OSError, ValueError, KeyError, TypeError):
+            with open(self.file, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @staticmethod
+    def key(data: bytes, settings: str) -> str:
+        return hashlib.sha256(data).hexdigest() + "-" + hashlib.sha256(settings.encode()).hexdigest()[:12]
+
+    def get(self, key: str, path: str) -> list[Finding] | None:
+        entry = self.entries.get(key)
+        if not (isinstance(entry, list) and len(entry) == 2):
             return None
-
-    def put(self, data: bytes, findings: list[Finding]) -> None:
-        target = self._path(data)
         try:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(dump(findings), fh)
-            os.replace(tmp, target)
+            findings = load(entry[1], path)
+        except (KeyError, TypeError, ValueError):
+            return None
+        if entry[0] != self.today:
+            entry[0] = self.today
+            self.dirty = True
+        return findings
+
+    def put(self, key: str, findings: list[Finding]) -> None:
+        self.entries[key] = [self.today, dump(findings)]
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        merged = self._read()  # another run may have saved meanwhile: keep its entries too
+        merged.update(self.entries)
+        cutoff = self.today - self.KEEP_DAYS
+        merged = {k: v for k, v in merged.items() if isinstance(v, list) and len(v) == 2
+                  and isinstance(v[0], int) and v[0] >= cutoff}
+        try:
+            _make_cache_dir(os.path.dirname(self.file))
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.file), suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(merged, fh, separators=(",", ":"))
+                os.replace(tmp, self.file)
+            except BaseException:
+                os.unlink(tmp)
+                raise
         except OSError:
             pass  # a cache that cannot be written is only slower
+        self.dirty = False

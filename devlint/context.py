@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from typing import Iterator, TypeVar
+from typing import TYPE_CHECKING, Iterator, TypeVar
 
-import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from devlint.lazy import LazyModule
 
-N = TypeVar("N", bound=cst.CSTNode)
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst.metadata import CodeRange
+else:
+    cst = LazyModule("libcst", globals(), "cst")
+
+N = TypeVar("N", bound="cst.CSTNode")
 
 
 def dotted_name(node: cst.BaseExpression | None) -> str | None:
@@ -36,12 +41,13 @@ def _import_target(node: cst.BaseExpression) -> str:
 
 
 # Leaves and whitespace no rule asks about: not indexed, not descended into.
-_SKIP = (
-    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
-    cst.Comment, cst.Comma, cst.Dot, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
-    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Colon, cst.Semicolon, cst.AssignEqual,
-    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp, cst.ImportStar,
+_SKIP_NAMES = (
+    "SimpleWhitespace", "ParenthesizedWhitespace", "TrailingWhitespace", "EmptyLine", "Newline", "Comment",
+    "Comma", "Dot", "LeftParen", "RightParen", "LeftSquareBracket", "RightSquareBracket", "LeftCurlyBrace",
+    "RightCurlyBrace", "Colon", "Semicolon", "AssignEqual", "BaseBinaryOp", "BaseBooleanOp", "BaseCompOp",
+    "BaseUnaryOp", "BaseAugOp", "ImportStar",
 )
+_SKIP: tuple[type, ...] = ()  # the classes, resolved when LibCST is first used (see children())
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -72,6 +78,9 @@ def _index(ctx: "Context", module: cst.Module) -> None:
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The child nodes rules care about (no whitespace or punctuation), in field order."""
+    global _SKIP
+    if not _SKIP:
+        _SKIP = tuple(getattr(cst, name) for name in _SKIP_NAMES)
     out: list[cst.CSTNode] = []
     for name in _fields(type(node)):
         value = getattr(node, name)
@@ -174,6 +183,8 @@ class Context:
     # --- positions -------------------------------------------------------------------------
     def range(self, node: cst.CSTNode) -> CodeRange:
         if self._positions is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
             wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
             self._positions = dict(wrapper.resolve(PositionProvider))
         return self._positions[node]

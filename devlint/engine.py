@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import libcst as cst
 
 from devlint.context import Context
+from devlint.lazy import LazyModule
 from devlint.noqa import is_suppressed, noqa_lines
 from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Rule
 from devlint.source import split_lines
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"

@@ -7,13 +7,19 @@ It knows a value only from evidence in the code — a torch factory, ``nn.Parame
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import re
 from dataclasses import dataclass, replace
 
-import libcst as cst
 
 from devlint.analysis import guards, string_value
 from devlint.context import Context, children, dotted_name
+from devlint.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 FACTORIES = frozenset({
     "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from devlint import screen
 from devlint.cache import Cache
 from devlint.config import Config, expand_codes
 from devlint.discovery import iter_files, per_file_ignored
@@ -32,6 +33,7 @@ class FileResult:
     fixed: list[Finding] = field(default_factory=list)
     diff: str = ""
     crashes: list[str] = field(default_factory=list)
+    cacheable: bool = False  # a complete lint result of decoded content
 
 
 @dataclass
@@ -56,37 +58,47 @@ def _io_finding(path: str, message: str) -> Finding:
     return Finding(IO_ERROR, message, pos, pos, path=path, name="io-error")
 
 
-def process_file(path: str, explicit: bool, config: Config, options: Options,
-                 cache_only: bool = False) -> FileResult | None:
-    """Lint (or fix) one file. With ``cache_only``, return None unless the answer is known without parsing."""
-    result = FileResult(path)
+def rules_for(path: str, config: Config, options: Options) -> list:
     codes = options.select - expand_codes(per_file_ignored(path, config), f"per-file-ignores for {path}")
-    rules = select_rules(codes)
-    try:
-        data = read_bytes(path)
-    except SourceError as exc:
-        result.findings.append(_io_finding(path, str(exc)))
-        return result
-    cache = None
-    if options.cache_dir is not None and not (options.fix or options.diff):
-        cache = Cache(options.cache_dir, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}")
-        cached = cache.get(data, path)  # an entry exists only for content that decoded
-        if cached is not None:
-            result.findings = cached
+    return select_rules(codes)
+
+
+def _settings(rules: list, options: Options) -> str:
+    return ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}"
+
+
+def applicable(data: bytes, rules: list) -> list:
+    """The pre-filter: the rules that may report on a file with these bytes. First each rule's byte
+    trigger, then, for the rules left, its screen over CPython's ``ast`` (devlint/screen.py)."""
+    rules = [r for r in rules if r.triggers is None or r.triggers.search(data)]
+    if rules:
+        tree = screen.parse(data)
+        if tree is not None:  # else LibCST decides (and reports the syntax error)
+            index = screen.AstIndex.build(tree)
+            rules = [r for r in rules if r.screen(index)]
+    return rules
+
+
+def process_file(path: str, explicit: bool, config: Config, options: Options,
+                 data: bytes | None = None) -> FileResult:
+    """Lint (or fix) one file; ``data``: its bytes, when the caller has read them already."""
+    result = FileResult(path)
+    rules = rules_for(path, config, options)
+    if data is None:
+        try:
+            data = read_bytes(path)
+        except SourceError as exc:
+            result.findings.append(_io_finding(path, str(exc)))
             return result
-    if cache_only:
-        return None
     try:
         source = decode(data)
     except SourceError as exc:
         result.findings.append(_io_finding(path, str(exc)))
         return result
     if options.prefilter:
-        # the byte-level pre-filter: parse only for the rules whose trigger tokens occur in the file
-        rules = [r for r in rules if r.triggers is None or r.triggers.search(data)]
+        rules = applicable(data, rules)
         if not rules:
-            if cache is not None:
-                cache.put(data, [])
+            result.cacheable = True
             return result
     if options.fix or options.diff:
         outcome = fix_text(source.text, path, rules, options.unsafe_fixes)
@@ -111,32 +123,52 @@ def process_file(path: str, explicit: bool, config: Config, options: Options,
         outcome_lint = lint_text(source.text, path, rules)
         result.findings = outcome_lint.findings
         result.crashes = outcome_lint.crashes
-        if cache is not None and not result.crashes:
-            cache.put(data, result.findings)
+        result.cacheable = not result.crashes
     return result
 
 
-def _worker(args: tuple[str, bool, Config, Options]) -> FileResult:
-    return process_file(*args)  # type: ignore[return-value]
+def _worker(args: tuple) -> FileResult:
+    return process_file(*args)
 
 
 def run(paths: list[str], config: Config, options: Options) -> RunResult:
     files = list(iter_files(paths, config))
     results: list[FileResult | None] = [None] * len(files)
+    todo: list[tuple] = []  # (index, data or None)
+    cache = keys = None
     if options.cache_dir is not None and not (options.fix or options.diff):
-        # cache hits (and unreadable files) are answered here, without starting workers
-        results = [process_file(p, e, config, options, cache_only=True) for p, e in files]
-    todo = [i for i, r in enumerate(results) if r is None]
+        # the main process reads each file once, answers cache hits and hands the bytes of the rest on
+        cache, keys = Cache(options.cache_dir), {}
+        for i, (path, _) in enumerate(files):
+            try:
+                data = read_bytes(path)
+            except SourceError as exc:
+                results[i] = FileResult(path, [_io_finding(path, str(exc))])
+                continue
+            keys[i] = Cache.key(data, _settings(rules_for(path, config, options), options))
+            cached = cache.get(keys[i], path)
+            if cached is not None:
+                results[i] = FileResult(path, cached)
+            else:
+                todo.append((i, data))
+    else:
+        todo = [(i, None) for i in range(len(files))]
     if options.jobs > 1 and len(todo) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         jobs = min(options.jobs, len(todo))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            chunk = max(1, min(64, len(todo) // (jobs * 8)))
-            done = pool.map(_worker, [(*files[i], config, options) for i in todo], chunksize=chunk)
-            for i, r in zip(todo, done):
+            chunk = max(1, min(16, len(todo) // (jobs * 8)))
+            done = pool.map(_worker, [(*files[i], config, options, data) for i, data in todo], chunksize=chunk)
+            for (i, _), r in zip(todo, done):
                 results[i] = r
     else:
-        for i in todo:
-            results[i] = process_file(*files[i], config, options)
+        for i, data in todo:
+            results[i] = process_file(*files[i], config, options, data)
+    if cache is not None:
+        for i, _ in todo:
+            r = results[i]
+            if r is not None and r.cacheable:
+                cache.put(keys[i], r.findings)
+        cache.save()
     return RunResult(files=[r for r in results if r is not None])

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from devlint.cache import Cache
 from devlint.cli import main
 from devlint.config import Config
-from devlint.rules import all_rules
-from devlint.runner import Options, run
+from devlint.engine import lint_text
+from devlint.rules import all_rules, select_rules
+from devlint.runner import Options, applicable, run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,11 +79,156 @@ def test_cache_is_never_stale(tmp_path, monkeypatch):
     assert any((tmp_path / "elsewhere").rglob("*.json"))
 
 
+def test_cache_directory_is_marked_and_kept_out_of_git(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    subprocess.run(["git", "init", "-q"], check=True)
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    assert CliRunner().invoke(main, ["-q", "train.py"]).exit_code == 1
+    cache = tmp_path / ".devlint_cache"
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".devlint_cache", ".git", "train.py"]
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], capture_output=True,
+                            text=True, check=True).stdout
+    assert status == "?? train.py\n"
+
+
+def test_cache_merges_concurrent_saves_and_drops_stale_entries(tmp_path):
+    finding = lint_text("import torch\nx = torch.zeros(1).cuda()\n", "a.py", select_rules({"DEV001"})).findings
+    first, second = Cache(str(tmp_path)), Cache(str(tmp_path))
+    first.put("k1", finding)
+    second.put("k2", [])
+    first.save()
+    second.save()  # does not lose k1, saved meanwhile by another run
+    loaded = Cache(str(tmp_path))
+    assert loaded.get("k1", "b.py")[0].path == "b.py" and loaded.get("k1", "b.py")[0].code == "DEV001"
+    assert loaded.get("k2", "c.py") == []
+    assert loaded.get("k3", "c.py") is None
+    loaded.entries["k1"][0] = loaded.today - Cache.KEEP_DAYS - 1  # unused for longer than KEEP_DAYS
+    loaded.put("k4", [])
+    loaded.save()
+    assert set(Cache(str(tmp_path)).entries) == {"k2", "k4"}
+
+
+def test_run_answered_from_the_cache_does_not_import_libcst(tmp_path):
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    script = (
+        "import sys\nfrom devlint.cli import main\n"
+        "try:\n    main(['-q', '--cache-dir', 'c', 'train.py'])\nexcept SystemExit as e:\n    code = e.code\n"
+        "print(code, 'libcst' in sys.modules)\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
+            for _ in range(2)]
+    assert [r.stdout.splitlines()[-1] for r in runs] == ["1 True", "1 False"], [r.stderr for r in runs]
+    assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]  # the same report
+
+
 def test_prefilter_triggers_cover_every_fixture_finding(tree, tmp_path):
     """Each finding's rule trigger matches its file: the pre-filter cannot hide a finding devlint makes."""
     config = Config(root=tmp_path)
     rules = all_rules()
     result = run([str(tree)], config, Options(select=set(rules), prefilter=False, jobs=1))
+    checked = 0
     for f in result.findings:
         if f.code in rules:
-            assert rules[f.code].triggers.search(Path(f.path).read_bytes()), (f.path, f.code)
+            data = Path(f.path).read_bytes()
+            assert rules[f.code].triggers.search(data), (f.path, f.code)
+            assert f.code in {r.code for r in applicable(data, select_rules({f.code}))}, (f.path, f.code)
+            checked += 1
+    assert checked > 100
+
+
+# --- generated programs: the pre-filter (byte triggers + ast screen) never hides a finding --------------
+IMPORTS = ["import torch", "import torch as T", "from torch import nn", "import torch.nn as nn",
+           "from torch import device as Device", "import os", "import os as osm", "import numpy as np",
+           "import argparse", "from os import environ", "import tensorflow as tf"]
+SIMPLE = [
+    'device = "cuda"', 'device = "cuda:0"', 'device = "gpu"', 'device = "CUDA"', 'dev = "cuda:1,2"',
+    'device = "cuda" if torch.cuda.is_available() else "cpu"', 'device = torch.device("cuda")',
+    'device = torch.device("gpu" if ok else "cpu")', 'device = T.device("cuda: 0")', 'device = Device("cuda0")',
+    'x = torch.zeros(2, device="cuda")', 'x = torch.zeros(2, device=device)', 'x = torch.zeros(2)',
+    'x = torch.ones(2, requires_grad=True)', 'x = T.ones(2, device="cuda:0")', 'y = x * 2', 'y = x.sum()',
+    'model = nn.Linear(2, 2)', 'model = model.to(device)', 'model.cuda()', 'model = Net()', 'out = model(x)',
+    'a = out.numpy()', 'b = x.numpy()', 'c = y.detach().cpu().numpy()', 'd = y.numpy(force=True)',
+    'e = x.cpu().numpy()', 'z = x.to("cuda:0")', 'z = x.to("gpu")', 'w = x.to(device)', 'x = x.cuda()',
+    'p = nn.Parameter(torch.zeros(2))', 'q = p.numpy()', 'x.requires_grad_()', 'cfg = {"device": "cuda"}',
+    'cfg = {"device": "gpu"}', 'cfg = {"device": "metadata"}', 'os.environ["CUDA_VISIBLE_DEVICES"] = "1"',
+    'osm.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"', 'environ["CUDA_VISIBLE_DEVICES"] = "0,1"',
+    'n = torch.cuda.device_count()', 'ok = torch.cuda.is_available()', 't = torch.load("f", map_location="cuda:0")',
+    't = torch.load("f", map_location="gpu")', 'r = model(x).numpy()', 'mode = "metadata"', 'x.to(mode)',
+    'parser.add_argument("--device", default="cuda")', 'parser.add_argument("--device", default="gpu")',
+    'v = tf.constant(1).numpy()', 'arr = np.zeros(2)', 'arr.numpy()', 'device = "cpu"', 'x = x.to("cpu")',
+    'if device == "cuda": pass', 'print("cuda")', 'use = "cuda" in name', 'h = model(x)', 'k = h.numpy()',
+    'x = torch.randn(2, device=device).requires_grad_()', 'emb = T.nn.Embedding(2, 2)', 's = emb(x).numpy()',
+    'net = self.net.cuda(0)', 'torch.set_default_device("cuda")', 'g = torch.zeros_like(x).numpy()',
+    'x = torch.tensor([1.0], device="cuda" if ok else "gpu")', 'x = x.to(device="cuda:01")',
+]
+WRAPPERS = [
+    "if torch.cuda.is_available():\n{body}", "with torch.no_grad():\n{body}", 'def f(device="cuda"):\n{body}',
+    "def g(x):\n{body}", "def h(x, device=None):\n{body}", "class Net(nn.Module):\n    def forward(self, x):\n{body2}",
+    "for i in range(2):\n{body}", "try:\n{body}\nexcept Exception:\n    pass", "if not ok:\n    raise SystemExit\n{flat}",
+    "async def run(x):\n{body}", "lam = lambda x: x\n{flat}",
+]
+
+
+def generated_program(rng: random.Random) -> str:
+    """Imports, module-level statements, then statements in functions, classes, loops and guards: the
+    scopes and flows the analyses distinguish."""
+    lines = [i for i in IMPORTS if rng.random() < (0.7 if i in ("import torch", "from torch import nn") else 0.25)]
+    lines += [rng.choice(SIMPLE) for _ in range(rng.randint(0, 4))]
+    for _ in range(rng.randint(1, 5)):
+        if rng.random() < 0.6:
+            body = [rng.choice(SIMPLE) for _ in range(rng.randint(1, 4))]
+            wrapper = rng.choice(WRAPPERS)
+            lines.append(wrapper.format(body="\n".join("    " + b for b in body),
+                                        body2="\n".join("        " + b for b in body), flat="\n".join(body)))
+        else:
+            lines.append(rng.choice(SIMPLE))
+    return "\n".join(lines) + "\n"
+
+
+def _screened_rules_find_nothing(text: str, count: bool = False) -> tuple[int, int]:
+    """The rules the pre-filter drops for ``text`` find nothing in it when run anyway (so the findings with
+    and without the pre-filter are the same). Returns (findings of all rules if ``count``, rules dropped)."""
+    rules = select_rules(set(all_rules()))
+    kept = {r.code for r in applicable(text.encode(), rules)}
+    dropped = [r for r in rules if r.code not in kept]
+    if dropped:
+        hidden = lint_text(text, "<generated>", dropped).findings
+        assert not hidden, (text, [(f.code, f.start, f.message) for f in hidden])
+    found = len(lint_text(text, "<generated>", rules).findings) if count else 0
+    return found, len(dropped)
+
+
+def test_prefilter_never_hides_a_finding_in_generated_programs():
+    rng = random.Random(20261122)
+    findings = screened_out = 0
+    for _ in range(400):
+        found, dropped = _screened_rules_find_nothing(generated_program(rng), count=True)
+        findings += found
+        screened_out += dropped
+    # the programs exercise both sides: many findings, and many rules skipped by the pre-filter
+    assert findings > 400 and screened_out > 400, (findings, screened_out)
+
+
+def test_prefilter_scopes_pairwise():
+    """Every statement as evidence, with every .numpy() statement in each scope shape provenance.py
+    distinguishes: the module's top level, a function, a method, an async function, a lambda."""
+    imports = "\n".join(IMPORTS)
+    numpy_uses = [s for s in SIMPLE if ".numpy(" in s]
+    shapes = ["{a}\n{b}", "{a}\ndef g(x):\n    {b}", "def g(x):\n    {a}\n    {b}",
+              "{a}\nclass Net(nn.Module):\n    def forward(self, x):\n        {b}", "{a}\nasync def g(x):\n    {b}",
+              "class C:\n    {a}\n    def m(self):\n        {b}", "{a}\nf = lambda x: {b_expr}"]
+    dropped = 0
+    for a in SIMPLE:
+        for b in numpy_uses:
+            for shape in shapes:
+                text = f"{imports}\n" + shape.format(a=a, b=b, b_expr=b.split(" = ", 1)[-1]) + "\n"
+                dropped += _screened_rules_find_nothing(text)[1]
+    assert dropped > 1000, dropped
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.randoms(use_true_random=False))
+def test_prefilter_never_hides_a_finding_hypothesis(rnd):
+    _screened_rules_find_nothing(generated_program(rnd))

@@ -5,12 +5,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import ClassVar, Iterable
+from typing import TYPE_CHECKING, ClassVar, Iterable
 
-import libcst as cst
 
 from devlint.context import Context
+from devlint.lazy import LazyModule
+from devlint.screen import AstIndex
 
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 class Applicability(str, Enum):
     SAFE = "safe"  # applied by --fix
@@ -117,6 +122,11 @@ class Rule:
     # so it is not parsed for it. None: always parse. Keep it in step with check() (a test compares
     # findings with and without the pre-filter over every fixture).
     triggers: ClassVar["re.Pattern[bytes] | None"] = None
+
+    def screen(self, index: AstIndex) -> bool:
+        """The second pre-filter stage, on CPython's ``ast`` (devlint/screen.py): False only when this file
+        has no site where :meth:`check` could report. True: parse with LibCST and check."""
+        return True
 
     # Evidence examples that `devlint verify --rules` runs: the rule's claims about torch, checked live.
     EVIDENCE: ClassVar[tuple[dict, ...]] = ()

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import libcst as cst
 
 from devlint.analysis import device_uses, device_variable_in_scope, guards, string_value
 from devlint.context import Context
 from devlint.devicestr import InvalidDeviceString, parse_device
+from devlint.lazy import LazyModule
 from devlint.rules.base import Applicability, Edit, Finding, Fix, Probe, Rule, node_end, node_start, replace
 from devlint.rules.fixes import fallback_expr, preferred_quote
+from devlint.screen import AstIndex, dotted
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 _ERROR = '"Torch not compiled with CUDA enabled"'
 _EXPECT = r"Torch not compiled with CUDA enabled|Cannot access accelerator device when none is available|No CUDA GPUs are available|Found no NVIDIA driver|CUDA driver|no kernel image|invalid device ordinal"
@@ -68,6 +75,23 @@ variable is in scope, else `.to("cuda" if torch.cuda.is_available() else "cpu")`
 becomes `device=device` when a device variable is in scope. These change where code runs, so they are
 unsafe fixes: apply them with `--fix --unsafe-fixes`.
 '''
+
+    def screen(self, index: AstIndex) -> bool:
+        if not index.imports_torch:
+            return False
+        for value, _ in index.device_strings():
+            if value.startswith("cuda"):
+                try:
+                    if parse_device(value).type == "cuda":
+                        return True
+                except InvalidDeviceString:
+                    pass
+        for call in index.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "cuda" and not index.imported(dotted(func) or "") \
+                    and not any(k.arg is not None and k.arg not in _CUDA_KWARGS for k in call.keywords):
+                return True
+        return False
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:

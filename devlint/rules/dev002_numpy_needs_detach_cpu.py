@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import libcst as cst
 
 from devlint.context import Context
+from devlint.lazy import LazyModule
 from devlint.provenance import provenance
 from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, insert_after
+from devlint.screen import AstIndex
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 _GRAD_ERROR = "\"Can't call numpy() on Tensor that requires grad\""
 _GPU_ERROR = '"can\'t convert cuda:0 device type tensor to numpy"'
@@ -58,6 +64,9 @@ preds = model(x).detach().cpu().numpy()
 The autofix inserts `.detach()`, `.cpu()` or both. It is safe: the values are the same, only copied to
 host memory and cut from the autograd graph.
 '''
+
+    def screen(self, index: AstIndex) -> bool:
+        return index.imports_torch and index.numpy_with_evidence()
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import libcst as cst
 
 from devlint.analysis import device_uses, string_value
 from devlint.context import Context
 from devlint.devicestr import DEVICE_TYPES, InvalidDeviceString, parse_device, suggest
+from devlint.lazy import LazyModule
 from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, replace
+from devlint.screen import AstIndex
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 _TORCHY = re.compile(r"\s*(" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)) + ")", re.IGNORECASE)
 # Device types that out-of-tree backends register through PrivateUse1 (torch_npu, torch_mlu, torch_musa,
@@ -97,6 +103,19 @@ Write the device the way torch spells it: `"CUDA"` → `"cuda"`, `"cuda: 0"` →
 to use GPUs 1 and 2, set `CUDA_VISIBLE_DEVICES="1,2"` before importing torch and use `"cuda"`, or wrap
 the model in `nn.DataParallel(model, device_ids=[1, 2])`.
 '''
+
+    def screen(self, index: AstIndex) -> bool:
+        for value, kind in index.device_strings():
+            try:
+                parse_device(value)
+                continue
+            except InvalidDeviceString:
+                pass
+            if re.fullmatch(r"[a-z_]+(:(0|[1-9][0-9]*))?", value) and value.split(":")[0] in OUT_OF_TREE:
+                continue
+            if _TORCHY.match(value) or (kind == "strict" and index.imports_torch):
+                return True
+        return False
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         uses = device_uses(ctx)

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import libcst as cst
 
 from devlint.analysis import CUDA_INIT_CALLS, string_value
 from devlint.context import Context
 from devlint.devicestr import InvalidDeviceString, parse_device
-from devlint.source import split_lines
+from devlint.lazy import LazyModule
 from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Probe, Rule, node_end, node_start
+from devlint.source import split_lines
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 ENV_VARS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
 _WRITE_METHODS = {"os.environ.update", "os.environ.setdefault", "os.putenv"}

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from devlint.context import Context
+from devlint.lazy import LazyModule
 from devlint.rules.base import Edit, Position, node_start
 
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
 
 def torch_name(ctx: Context) -> tuple[str, list[Edit]]:
     """The name bound to the torch module here (``torch``, ``T``), plus the edit that adds

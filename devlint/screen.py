@@ -1,0 +1,252 @@
+"""The second pre-filter stage: a screen over CPython's ``ast``, before LibCST.
+
+LibCST is the source of truth (findings, positions, fixes), but it parses at about 0.4 MB/s; CPython's
+C parser is ten times faster. A file whose raw bytes pass a rule's trigger is parsed with ``ast`` and the
+rule's :meth:`~devlint.rules.base.Rule.screen` asks this index whether the file has any *site* where the
+rule could report: a string in a device position, a ``.cuda()`` call, a ``.numpy()`` call in a scope that
+holds grad or device evidence, ... Only files with a site are parsed with LibCST.
+
+Every question here over-approximates the LibCST analyses it stands for (it may say "maybe" where the
+rule finds nothing, never "no" where the rule reports): findings are identical with and without it
+(tests/test_scale.py compares them over the fixtures and over generated programs).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass, field
+
+_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|default_device)$", re.IGNORECASE)
+# Roots whose calls may build a module or a tensor with grad/device evidence (see provenance.py).
+_EVIDENCE_ROOTS = ("torch", "torchvision", "timm", "transformers", "diffusers")
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def parse(data: bytes) -> ast.Module | None:
+    """The ``ast`` of a file, or None when CPython cannot parse it (LibCST then decides and reports)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like: not devlint's report
+            return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def is_device_var_name(name: str) -> bool:
+    return bool(_DEVICE_NAME.match(name.split(".")[-1]))
+
+
+def strings(expr: ast.AST | None):
+    """String constants that stand where ``expr`` stands: through conditional expressions and boolean
+    operations ("cuda" if ok else "cpu" is used where the whole expression is)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                yield node.value
+        elif isinstance(node, ast.IfExp):
+            stack.extend((node.body, node.orelse))
+        elif isinstance(node, ast.BoolOp):
+            stack.extend(node.values)
+
+
+@dataclass
+class Scope:
+    """A function body (or the module's top level), not counting nested functions and classes: the unit
+    provenance.py interprets."""
+
+    numpy_calls: int = 0
+    calls: list = field(default_factory=list)  # calls that may be grad/device evidence, judged after the walk
+
+
+@dataclass
+class AstIndex:
+    tree: ast.Module
+    aliases: dict[str, set[str]] = field(default_factory=dict)  # bound name -> qualified names (any import)
+    imported_modules: set[str] = field(default_factory=set)
+    class_names: set[str] = field(default_factory=set)
+    calls: list[ast.Call] = field(default_factory=list)
+    assigns: list = field(default_factory=list)  # Assign and AnnAssign
+    dicts: list[ast.Dict] = field(default_factory=list)
+    arguments: list[ast.arguments] = field(default_factory=list)
+    module_scope: Scope = field(default_factory=Scope)
+    scopes: list[Scope] = field(default_factory=list)
+    _device_strings: list[tuple[str, str]] | None = None
+
+    @classmethod
+    def build(cls, tree: ast.Module) -> "AstIndex":
+        index = cls(tree)
+        index._walk()
+        return index
+
+    # --- one walk --------------------------------------------------------------------------
+    def _walk(self) -> None:
+        calls, assigns, dicts, arguments = self.calls, self.assigns, self.dicts, self.arguments
+        stack: list[tuple[ast.AST, Scope | None]] = [(self.tree, self.module_scope)]
+        Call, Assign, AnnAssign, Dict, Arguments = ast.Call, ast.Assign, ast.AnnAssign, ast.Dict, ast.arguments
+        while stack:
+            node, scope = stack.pop()
+            kind = type(node)
+            if kind is Call:
+                calls.append(node)  # type: ignore[arg-type]
+                if scope is not None:
+                    func = node.func  # type: ignore[attr-defined]
+                    if isinstance(func, ast.Attribute) and func.attr == "numpy":
+                        if not any(k.arg == "force" and isinstance(k.value, ast.Constant) and k.value.value is True
+                                   for k in node.keywords):  # type: ignore[attr-defined]
+                            scope.numpy_calls += 1
+                    else:
+                        scope.calls.append(node)
+            elif kind is Assign or kind is AnnAssign:
+                assigns.append(node)
+            elif kind is Dict:
+                dicts.append(node)  # type: ignore[arg-type]
+            elif kind is Arguments:
+                arguments.append(node)  # type: ignore[arg-type]
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                self._import(node)  # type: ignore[arg-type]
+            elif kind in _SCOPES or kind is ast.ClassDef:
+                if kind is ast.ClassDef:
+                    self.class_names.add(node.name)  # type: ignore[attr-defined]
+                    inner = None  # a class body is not interpreted; its methods are scopes of their own
+                else:
+                    inner = Scope()
+                    self.scopes.append(inner)
+                for sub in node.body:  # type: ignore[attr-defined]
+                    stack.append((sub, inner))
+                for name in ("decorator_list", "args", "returns", "bases", "keywords", "type_params"):
+                    value = getattr(node, name, None)
+                    if isinstance(value, list):
+                        stack.extend((v, scope) for v in value)
+                    elif value is not None:
+                        stack.append((value, scope))
+                continue
+            for child in ast.iter_child_nodes(node):
+                stack.append((child, scope))
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                self.aliases.setdefault(bound, set()).add(alias.name if alias.asname else bound)
+                self.imported_modules.add(alias.name)
+        elif not node.level and node.module is not None:
+            self.imported_modules.add(node.module)
+            for alias in node.names:
+                if alias.name != "*":
+                    self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+
+    def _is_evidence(self, call: ast.Call) -> bool:
+        """May this call be a source in provenance.py: a tensor made with requires_grad/device, an
+        nn.Parameter, a module, a ``.cuda()``/``.to(...)`` move, ``.requires_grad_()``?"""
+        func = call.func
+        if isinstance(func, ast.Attribute) and (
+            func.attr in ("cuda", "requires_grad_") or (func.attr == "to" and (call.args or call.keywords))
+        ):
+            return True
+        name = dotted(func)
+        if name is None:
+            return False
+        root, dot, rest = name.partition(".")
+        if not dot and root in self.class_names:
+            return True  # may instantiate an nn.Module subclass of this file
+        for target in self.aliases.get(root, ()):
+            top = target.split(".")[0]
+            if top not in _EVIDENCE_ROOTS:
+                continue
+            if top in ("torchvision", "timm"):
+                return True
+            last = (rest or target).rsplit(".", 1)[-1]
+            if last[:1].isupper() or last == "from_pretrained":
+                return True
+            if any(k.arg in ("requires_grad", "device") for k in call.keywords):
+                return True
+        return False
+
+    def _has_evidence(self, scope: Scope) -> bool:
+        return any(self._is_evidence(call) for call in scope.calls)
+
+    # --- questions ---------------------------------------------------------------------------
+    @property
+    def imports_torch(self) -> bool:
+        return any(m == "torch" or m.startswith("torch.") for m in self.imported_modules)
+
+    def imported(self, name: str) -> bool:
+        """Is the root of ``name`` bound by an import (LibCST's ``ctx.qualname`` is not None)?"""
+        return name.partition(".")[0] in self.aliases
+
+    def device_aliases(self) -> set[str]:
+        return {name for name, targets in self.aliases.items() if "torch.device" in targets}
+
+    def device_strings(self) -> list[tuple[str, str]]:
+        """(value, kind) for every string constant that may stand in a device position (DeviceUses in
+        analysis.py): kind "strict" for an argument of a call, "loose" for an assignment, a dict entry, a
+        parameter default or an argparse default."""
+        if self._device_strings is not None:
+            return self._device_strings
+        out: list[tuple[str, str]] = []
+        device_funcs = self.device_aliases()
+        passed: set[str] = set()  # dotted names passed in a device position somewhere
+        for call in self.calls:
+            func = call.func
+            attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            devicey = attr in ("to", "device") or attr in device_funcs
+            if devicey and call.args and not isinstance(call.args[0], ast.Starred):
+                out.extend((s, "strict") for s in strings(call.args[0]))
+                name = dotted(call.args[0])
+                if name:
+                    passed.add(name)
+            for kw in call.keywords:
+                if kw.arg in ("device", "map_location") or (devicey and kw.arg == "type"):
+                    out.extend((s, "strict") for s in strings(kw.value))
+                    name = dotted(kw.value)
+                    if name:
+                        passed.add(name)
+                elif kw.arg == "default" and attr == "add_argument":
+                    out.extend((s, "loose") for s in strings(kw.value))
+        for assign in self.assigns:
+            if assign.value is None:
+                continue
+            targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+            names = [dotted(t) for t in targets]
+            if any(n and (is_device_var_name(n) or n in passed) for n in names):
+                out.extend((s, "loose") for s in strings(assign.value))
+        for d in self.dicts:
+            for key, value in zip(d.keys, d.values):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and is_device_var_name(key.value):
+                    out.extend((s, "loose") for s in strings(value))
+        for args in self.arguments:
+            positional = [*args.posonlyargs, *args.args]
+            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                if is_device_var_name(arg.arg):
+                    out.extend((s, "loose") for s in strings(default))
+        self._device_strings = out
+        return out
+
+    def numpy_with_evidence(self) -> bool:
+        """Is there a ``.numpy()`` call (not ``force=True``) in a scope that, itself or through the module's
+        top level, holds evidence of grad or a device (provenance.py's only sources)?"""
+        module = self.module_scope
+        with_numpy = [s for s in (module, *self.scopes) if s.numpy_calls]
+        if not with_numpy:
+            return False
+        if self._has_evidence(module):
+            return True
+        return any(self._has_evidence(s) for s in with_numpy)
