@@ -79,13 +79,16 @@ class Guards:
         self._block_guard: dict[cst.CSTNode, int | None] = {}
         self.guard_names: set[str] = set()
         # Variables holding an availability test: use_gpu = torch.cuda.is_available()
-        for _ in range(2):
+        for _ in range(2):  # twice: a guard may be built from another (ok = use_gpu and n > 1)
+            before = len(self.guard_names)
             for assign in ctx.nodes(cst.Assign):
                 if self.is_test(assign.value):
                     for target in assign.targets:
                         name = dotted_name(target.target)
                         if name:
                             self.guard_names.add(name)
+            if len(self.guard_names) == before:
+                break  # nothing new: a second pass would find the same
         self.module_guarded = any(
             dotted_name(t.target) == "pytestmark" and self.is_test(a.value)
             for a in ctx.nodes(cst.Assign) for t in a.targets

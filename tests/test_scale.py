@@ -162,6 +162,9 @@ SIMPLE = [
     'x = torch.randn(2, device=device).requires_grad_()', 'emb = T.nn.Embedding(2, 2)', 's = emb(x).numpy()',
     'net = self.net.cuda(0)', 'torch.set_default_device("cuda")', 'g = torch.zeros_like(x).numpy()',
     'x = torch.tensor([1.0], device="cuda" if ok else "gpu")', 'x = x.to(device="cuda:01")',
+    'x = torch.zeros(2, device=dev if ok else "gpu")', 'x = torch.zeros(2, device=(\n    "cpu"\n    if ok else "gpu"))',
+    'device = "cpu" if ok else "CUDA"', "device = r'cuda'", 'y = (x.cuda)()', 'y = x.cuda (0)', "y = x.to('cuda:0', non_blocking=True)",
+    'device = "cpu" \\\n    if ok else "gpu"', 'device = ok and "gpu"', 'torch.device(type="gpu")',
 ]
 WRAPPERS = [
     "if torch.cuda.is_available():\n{body}", "with torch.no_grad():\n{body}", 'def f(device="cuda"):\n{body}',

@@ -30,7 +30,9 @@ class HardcodedCuda(Rule):
     name = "hard-coded-cuda"
     summary = "A CUDA device is chosen with no torch.cuda.is_available() fallback."
     fix_availability = "sometimes"
-    triggers = re.compile(rb"cuda")  # a "cuda..." string or a .cuda() call
+    # a literal starting "cuda", or a .cuda() call (also `.cuda ()`, `(x.cuda)()`, a comment or line join before
+    # the parenthesis)
+    triggers = re.compile(rb"[\"']cuda|cuda\s*[()\\#]")
     doc = '''
 ## What it catches
 A CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
