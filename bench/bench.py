@@ -3,6 +3,7 @@
     python bench/bench.py                      # transformers 5.23.0 (downloaded with pip)
     python bench/bench.py --package timm==1.0.15
     python bench/bench.py --path some/tree     # any directory
+    python bench/bench.py --check-prefilter    # also: findings identical with --no-prefilter (slow)
 
 Targets (issue: scale and robustness): transformers linted in <= 10 s cold, <= 0.5 s warm, peak memory
 <= 300 MB. Prints the figures and the ratios; it asserts nothing.
@@ -50,6 +51,8 @@ def main() -> None:
     parser.add_argument("--package", default="transformers==5.23.0")
     parser.add_argument("--path")
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
+    parser.add_argument("--check-prefilter", action="store_true",
+                        help="also lint every file with LibCST (--no-prefilter) and compare the findings")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="devlint-bench-"))
     try:
@@ -72,8 +75,28 @@ def main() -> None:
             print(f"ratios: devlint cold / ruff = {cold[0] / r[0]:.1f}x, devlint warm / ruff = {warm[0] / r[0]:.2f}x")
         else:
             print("ruff not installed (pip install ruff) - no comparison")
+        if args.check_prefilter:
+            check_prefilter(tree, args.jobs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def check_prefilter(tree: Path, jobs: int) -> None:
+    """The pre-filter (byte triggers + ast screen) must not change what devlint reports."""
+    outputs = []
+    for extra in ([], ["--no-prefilter"]):
+        cmd = [sys.executable, "-m", "devlint", "--exit-zero", "-q", "--no-cache", "--output-format", "json",
+               "--jobs", str(jobs), *extra, str(tree)]
+        start = time.perf_counter()
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        outputs.append(out)
+        print(f"devlint {' '.join(extra) or '(pre-filter on)'}: {time.perf_counter() - start:.1f} s")
+    import json
+
+    findings = [json.loads(o) for o in outputs]
+    same = outputs[0] == outputs[1]
+    print(f"findings with and without the pre-filter: {'identical' if same else 'DIFFERENT'} "
+          f"({len(findings[0])} vs {len(findings[1])})")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from devlint.discovery import iter_files, per_file_ignored
 from devlint.engine import IO_ERROR, fix_text, lint_text
 from devlint.rules import select_rules
 from devlint.rules.base import Finding, Position
-from devlint.source import SourceError, decode, read_bytes, split_lines, write_atomic
+from devlint.source import LIBCST_MAX_BYTES, SourceError, decode, read_bytes, split_lines, write_atomic
 
 
 @dataclass
@@ -100,6 +100,11 @@ def process_file(path: str, explicit: bool, config: Config, options: Options,
         if not rules:
             result.cacheable = True
             return result
+    if len(data) > LIBCST_MAX_BYTES and rules:
+        codes = ", ".join(r.code for r in rules)
+        result.findings.append(_io_finding(path, f"file too large to parse with LibCST ({len(data) / 1e6:.1f} MB; "
+                                                 f"the limit is {LIBCST_MAX_BYTES // (1024 * 1024)} MiB): {codes} not checked"))
+        return result
     if options.fix or options.diff:
         outcome = fix_text(source.text, path, rules, options.unsafe_fixes)
         result.findings = outcome.remaining.findings

@@ -14,11 +14,11 @@ rule finds nothing, never "no" where the rule reports): findings are identical w
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from dataclasses import dataclass, field
 
-_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|default_device)$", re.IGNORECASE)
+from devlint.analysis import is_device_var_name  # the same names DeviceUses treats as device variables
+
 # Roots whose calls may build a module or a tensor with grad/device evidence (see provenance.py).
 _EVIDENCE_ROOTS = ("torch", "torchvision", "timm", "transformers", "diffusers")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -44,10 +44,6 @@ def dotted(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
-
-
-def is_device_var_name(name: str) -> bool:
-    return bool(_DEVICE_NAME.match(name.split(".")[-1]))
 
 
 def strings(expr: ast.AST | None):

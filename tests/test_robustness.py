@@ -76,6 +76,7 @@ def test_odd_inputs_are_diagnosed_and_fixes_keep_bytes(tmp_path, monkeypatch):
         "empty.py": b"",
         "notes.txt": b"device = 'cuda'\nnot python at all: [\n",
         "big.py": b"import torch\n" + b"x = 1  # filler cuda\n" * 500_000 + bug.encode(),  # ~10 MB
+        "big_clean.py": b"import torch\n" + b"x = torch.zeros(1)  # filler cuda\n" * 300_000,  # ~10 MB
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
@@ -85,8 +86,11 @@ def test_odd_inputs_are_diagnosed_and_fixes_keep_bytes(tmp_path, monkeypatch):
     assert (tmp_path / "mixed.py").read_bytes() == files["mixed.py"].replace(b"w.numpy()", b"w.detach().numpy()")
     assert (tmp_path / "latin1.py").read_bytes() == files["latin1.py"].replace(b"w.numpy()", b"w.detach().numpy()")
     assert (tmp_path / "bom.py").read_bytes() == files["bom.py"].replace(b"w.numpy()", b"w.detach().numpy()")
-    assert "big.py:1:1: E902 file too large to lint (10.5 MB; the limit is 4 MiB), skipped" in out
+    # too large for LibCST: screened; reported only where a rule may apply, as not checked
+    assert "big.py:1:1: E902 file too large to parse with LibCST (10.5 MB; the limit is 4 MiB): DEV002 not checked" in out
+    assert "big_clean.py" not in out
     assert (tmp_path / "big.py").read_bytes() == files["big.py"]
+    assert (tmp_path / "big_clean.py").read_bytes() == files["big_clean.py"]
     assert (tmp_path / "empty.py").read_bytes() == b""
     assert (tmp_path / "notes.txt").read_bytes() == files["notes.txt"]
 
