@@ -71,7 +71,7 @@ def applicable(data: bytes, rules: list) -> list:
     """The pre-filter: the rules that may report on a file with these bytes. First each rule's byte
     trigger, then, for the rules left, its screen over CPython's ``ast`` (devlint/screen.py)."""
     rules = [r for r in rules if r.triggers is None or r.triggers.search(data)]
-    if rules:
+    if rules and len(data) <= LIBCST_MAX_BYTES:  # (over the limit the ast costs GBs: report it as not checked)
         tree = screen.parse(data)
         if tree is not None:  # else LibCST decides (and reports the syntax error)
             index = screen.AstIndex.build(tree)
