@@ -7,11 +7,13 @@ torn cache.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
 import time
+from typing import Iterator
 
 from devlint import __version__
 from devlint.rules.base import Applicability, Edit, Finding, Fix, Position
@@ -61,6 +63,23 @@ def code_digest() -> str:
                         digest.update(name.encode() + b"\0" + fh.read())
         _CODE_DIGEST = digest.hexdigest()[:12]
     return _CODE_DIGEST
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """An exclusive advisory lock (POSIX ``flock``) for the read-merge-write of the cache file; without
+    fcntl (Windows) concurrent saves may drop each other's new entries, never corrupt the file."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _make_cache_dir(directory: str) -> None:
@@ -124,21 +143,22 @@ class Cache:
     def save(self) -> None:
         if not self.dirty:
             return
-        merged = self._read()  # another run may have saved meanwhile: keep its entries too
-        merged.update(self.entries)
-        cutoff = self.today - self.KEEP_DAYS
-        merged = {k: v for k, v in merged.items() if isinstance(v, list) and len(v) == 2
-                  and isinstance(v[0], int) and v[0] >= cutoff}
         try:
             _make_cache_dir(os.path.dirname(self.file))
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.file), suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(merged, fh, separators=(",", ":"))
-                os.replace(tmp, self.file)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            with _locked(self.file + ".lock"):  # pre-commit runs several devlint processes at once
+                merged = self._read()  # another run may have saved meanwhile: keep its entries too
+                merged.update(self.entries)
+                cutoff = self.today - self.KEEP_DAYS
+                merged = {k: v for k, v in merged.items() if isinstance(v, list) and len(v) == 2
+                          and isinstance(v[0], int) and v[0] >= cutoff}
+                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.file), suffix=".tmp")
+                try:
+                    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                        json.dump(merged, fh, separators=(",", ":"))
+                    os.replace(tmp, self.file)
+                except BaseException:
+                    os.unlink(tmp)
+                    raise
         except OSError:
             pass  # a cache that cannot be written is only slower
         self.dirty = False

@@ -111,6 +111,31 @@ def test_cache_merges_concurrent_saves_and_drops_stale_entries(tmp_path):
     assert set(Cache(str(tmp_path)).entries) == {"k2", "k4"}
 
 
+def _save_entries(directory: str, worker: int, barrier) -> None:
+    for round_ in range(3):
+        cache = Cache(directory)
+        for i in range(2000):
+            cache.put(f"w{worker}-{round_}-{i}", [])
+        barrier.wait()  # every process saves at the same moment
+        cache.save()
+
+
+def test_concurrent_runs_keep_each_others_cache_entries(tmp_path):
+    """pre-commit starts several devlint processes at once; their saves are serialised and merged."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(6)
+    procs = [ctx.Process(target=_save_entries, args=(str(tmp_path), w, barrier)) for w in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    saved = set(Cache(str(tmp_path)).entries)
+    assert saved == {f"w{w}-{r}-{i}" for w in range(6) for r in range(3) for i in range(2000)}
+
+
 def test_run_answered_from_the_cache_does_not_import_libcst(tmp_path):
     (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
     script = (
