@@ -280,6 +280,34 @@ class DeviceUses:
         return None
 
 
+def parameter_used_as_device(ctx: Context, param: cst.Param) -> bool:
+    """Does the function of ``param`` use it where a device matters: in a device position (``.to(p)``,
+    ``device=p``, ``torch.device(p)``), passed on to a callee outside torch (which may do so), or let out
+    (assigned, returned, stored)? Reading it (``p == "cuda"``, ``p.type``) or handing it to a torch call in
+    no device position (``torch.get_autocast_dtype(p)``) places no tensor."""
+    func = ctx.parent(ctx.parent(param))  # Param -> Parameters -> FunctionDef / Lambda
+    name = param.name.value
+    uses = device_uses(ctx)
+    for node in ctx.nodes(cst.Name):
+        if node.value != name or node is param.name or not any(a is func for a in ctx.ancestors(node)):
+            continue
+        parent = ctx.parent(node)
+        if isinstance(parent, (cst.Attribute, cst.Comparison, cst.ComparisonTarget, cst.Param)):
+            continue  # x.device (another object's), device.type (a read), device == "cpu", the parameter itself
+        if isinstance(parent, cst.Arg):
+            if parent.keyword is node:
+                continue  # f(device=...): the keyword, not the variable
+            if parent in uses._device_arg_nodes:
+                return True
+            call = ctx.parent(parent)
+            qn = ctx.qualname(call.func) if isinstance(call, cst.Call) else None
+            if qn is None or not qn.startswith("torch."):
+                return True  # passed on: the callee may put tensors there
+            continue
+        return True  # assigned, returned, stored, formatted: it gets out of sight
+    return False
+
+
 def guards(ctx: Context) -> Guards:
     return ctx.shared("guards", Guards)
 

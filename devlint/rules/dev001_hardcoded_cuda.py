@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 
-from devlint.analysis import device_uses, device_variable_in_scope, guards, string_value
+from devlint.analysis import device_uses, device_variable_in_scope, guards, parameter_used_as_device, string_value
 from devlint.context import Context
 from devlint.devicestr import InvalidDeviceString, parse_device
 from devlint.lazy import LazyModule
@@ -37,16 +37,17 @@ class HardcodedCuda(Rule):
 ## What it catches
 A CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
 variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
-`argparse` `--device` default, a `"device"` config entry, a `device=` parameter default), and
-`.cuda()` calls.
+`argparse` `--device` default, a `"device"` config entry, a `device=` parameter default that the
+function uses as a device or passes on), and `.cuda()` calls.
 
 Not reported: device-agnostic code — a conditional expression that tests availability
 (`"cuda" if torch.cuda.is_available() else "cpu"`, the cuda/mps/cpu chain), code inside
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":` or after an early exit
 when CUDA is unavailable, guards held in a variable (`use_gpu = torch.cuda.is_available()`), code in
 functions marked as GPU-only (a decorator or name that mentions CUDA/GPU), strings in prints, comparisons
-and docs, and `device=` keywords of other libraries (DALI's `device="gpu"`). Files that never import
-torch are not checked.
+and docs, a parameter default the function only compares or hands to a torch query
+(`def get_autocast_dtype(device="cuda"): return torch.get_autocast_dtype(device)`), and `device=`
+keywords of other libraries (DALI's `device="gpu"`). Files that never import torch are not checked.
 
 ## Why it is a bug
 The code runs only where CUDA is present. On a laptop, a Mac (`mps`) or a CPU-only CI runner it crashes
@@ -113,6 +114,8 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
             use = uses.use_of(node)
             if use is None or guard.is_guarded(node):
                 continue
+            if use.kind == "default" and not parameter_used_as_device(ctx, ctx.parent(use.expr)):
+                continue  # def f(device="cuda"): ... that never puts a tensor there
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
