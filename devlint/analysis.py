@@ -294,6 +294,11 @@ def parameter_used_as_device(ctx: Context, param: cst.Param) -> bool:
         parent = ctx.parent(node)
         if isinstance(parent, (cst.Attribute, cst.Comparison, cst.ComparisonTarget, cst.Param)):
             continue  # x.device (another object's), device.type (a read), device == "cpu", the parameter itself
+        target = parent
+        while isinstance(target, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
+            target = ctx.parent(target)
+        if isinstance(target, cst.AssignTarget):
+            continue  # device, enabled = "cpu", False: rebound, not used
         if isinstance(parent, cst.Arg):
             if parent.keyword is node:
                 continue  # f(device=...): the keyword, not the variable
