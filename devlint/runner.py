@@ -34,6 +34,7 @@ class FileResult:
     diff: str = ""
     crashes: list[str] = field(default_factory=list)
     cacheable: bool = False  # a complete lint result of decoded content
+    cache_key: str | None = None  # the results-cache key of the bytes linted
 
 
 @dataclass
@@ -79,17 +80,17 @@ def applicable(data: bytes, rules: list) -> list:
     return rules
 
 
-def process_file(path: str, explicit: bool, config: Config, options: Options,
-                 data: bytes | None = None) -> FileResult:
-    """Lint (or fix) one file; ``data``: its bytes, when the caller has read them already."""
+def process_file(path: str, explicit: bool, config: Config, options: Options) -> FileResult:
+    """Lint (or fix) one file."""
     result = FileResult(path)
     rules = rules_for(path, config, options)
-    if data is None:
-        try:
-            data = read_bytes(path)
-        except SourceError as exc:
-            result.findings.append(_io_finding(path, str(exc)))
-            return result
+    try:
+        data = read_bytes(path)
+    except SourceError as exc:
+        result.findings.append(_io_finding(path, str(exc)))
+        return result
+    if options.cache_dir is not None and not (options.fix or options.diff):
+        result.cache_key = Cache.key(data, _settings(rules, options))  # of the bytes linted here
     try:
         source = decode(data)
     except SourceError as exc:
@@ -139,41 +140,37 @@ def _worker(args: tuple) -> FileResult:
 def run(paths: list[str], config: Config, options: Options) -> RunResult:
     files = list(iter_files(paths, config))
     results: list[FileResult | None] = [None] * len(files)
-    todo: list[tuple] = []  # (index, data or None)
-    cache = keys = None
+    cache = None
     if options.cache_dir is not None and not (options.fix or options.diff):
-        # the main process reads each file once, answers cache hits and hands the bytes of the rest on
-        cache, keys = Cache(options.cache_dir), {}
+        # the main process answers cache hits; the workers read the other files again (from the OS's cache)
+        # and key their results by the bytes they linted, so an edit in between cannot file a stale entry
+        cache = Cache(options.cache_dir)
         for i, (path, _) in enumerate(files):
             try:
                 data = read_bytes(path)
             except SourceError as exc:
                 results[i] = FileResult(path, [_io_finding(path, str(exc))])
                 continue
-            keys[i] = Cache.key(data, _settings(rules_for(path, config, options), options))
-            cached = cache.get(keys[i], path)
+            cached = cache.get(Cache.key(data, _settings(rules_for(path, config, options), options)), path)
             if cached is not None:
                 results[i] = FileResult(path, cached)
-            else:
-                todo.append((i, data))
-    else:
-        todo = [(i, None) for i in range(len(files))]
+    todo = [i for i, r in enumerate(results) if r is None]
     if options.jobs > 1 and len(todo) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         jobs = min(options.jobs, len(todo))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             chunk = max(1, min(16, len(todo) // (jobs * 8)))
-            done = pool.map(_worker, [(*files[i], config, options, data) for i, data in todo], chunksize=chunk)
-            for (i, _), r in zip(todo, done):
+            done = pool.map(_worker, [(*files[i], config, options) for i in todo], chunksize=chunk)
+            for i, r in zip(todo, done):
                 results[i] = r
     else:
-        for i, data in todo:
-            results[i] = process_file(*files[i], config, options, data)
+        for i in todo:
+            results[i] = process_file(*files[i], config, options)
     if cache is not None:
-        for i, _ in todo:
+        for i in todo:
             r = results[i]
-            if r is not None and r.cacheable:
-                cache.put(keys[i], r.findings)
+            if r is not None and r.cacheable and r.cache_key is not None:
+                cache.put(r.cache_key, r.findings)
         cache.save()
     return RunResult(files=[r for r in results if r is not None])
