@@ -214,6 +214,10 @@ class DeviceUses:
             return name in self._anywhere
         return (func, name) in self.device_names
 
+    def is_device_arg(self, arg: cst.Arg) -> bool:
+        """Is ``arg`` in a device position (``.to(arg)``, ``device=arg``, ``torch.device(arg)``, ...)?"""
+        return arg in self._device_arg_nodes
+
     def _keyword_callee_is_torch(self, call: cst.Call) -> bool:
         qn = self.ctx.qualname(call.func)
         if qn is None:
@@ -249,7 +253,7 @@ class DeviceUses:
             expr, parent = parent, ctx.parent(parent)
         if isinstance(parent, cst.Arg):
             call = ctx.parent(parent)
-            if isinstance(call, cst.Call) and parent in self._device_arg_nodes:
+            if isinstance(call, cst.Call) and self.is_device_arg(parent):
                 qn = ctx.qualname(call.func)
                 kind = "torch.device" if qn == "torch.device" else "keyword" if parent.keyword else "to"
                 if kind == "keyword" and isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
@@ -302,7 +306,7 @@ def parameter_used_as_device(ctx: Context, param: cst.Param) -> bool:
         if isinstance(parent, cst.Arg):
             if parent.keyword is node:
                 continue  # f(device=...): the keyword, not the variable
-            if parent in uses._device_arg_nodes:
+            if uses.is_device_arg(parent):
                 return True
             call = ctx.parent(parent)
             qn = ctx.qualname(call.func) if isinstance(call, cst.Call) else None

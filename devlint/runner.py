@@ -64,8 +64,9 @@ def rules_for(path: str, config: Config, options: Options) -> list:
     return select_rules(codes)
 
 
-def _settings(rules: list, options: Options) -> str:
-    return ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}"
+def _cache_key(data: bytes, rules: list, options: Options) -> str:
+    """The results-cache key of a file's bytes linted with these rules and settings."""
+    return Cache.key(data, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}")
 
 
 def applicable(data: bytes, rules: list) -> list:
@@ -90,7 +91,7 @@ def process_file(path: str, explicit: bool, config: Config, options: Options) ->
         result.findings.append(_io_finding(path, str(exc)))
         return result
     if options.cache_dir is not None and not (options.fix or options.diff):
-        result.cache_key = Cache.key(data, _settings(rules, options))  # of the bytes linted here
+        result.cache_key = _cache_key(data, rules, options)  # of the bytes linted here
     try:
         source = decode(data)
     except SourceError as exc:
@@ -151,7 +152,7 @@ def run(paths: list[str], config: Config, options: Options) -> RunResult:
             except SourceError as exc:
                 results[i] = FileResult(path, [_io_finding(path, str(exc))])
                 continue
-            cached = cache.get(Cache.key(data, _settings(rules_for(path, config, options), options)), path)
+            cached = cache.get(_cache_key(data, rules_for(path, config, options), options), path)
             if cached is not None:
                 results[i] = FileResult(path, cached)
     todo = [i for i, r in enumerate(results) if r is None]

@@ -25,6 +25,16 @@ _EXPECT = r"Torch not compiled with CUDA enabled|Cannot access accelerator devic
 _CUDA_KWARGS = frozenset({"device", "non_blocking", "memory_format"})
 
 
+def _is_cuda_device(value: str) -> bool:
+    """A valid CUDA device string ("cuda", "cuda:1"); an invalid one is DEV003's business."""
+    if not value.startswith("cuda"):
+        return False
+    try:
+        return parse_device(value).type == "cuda"
+    except InvalidDeviceString:
+        return False
+
+
 class HardcodedCuda(Rule):
     code = "DEV001"
     name = "hard-coded-cuda"
@@ -82,13 +92,8 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
     def screen(self, index: AstIndex) -> bool:
         if not index.imports_torch:
             return False
-        for value, _ in index.device_strings():
-            if value.startswith("cuda"):
-                try:
-                    if parse_device(value).type == "cuda":
-                        return True
-                except InvalidDeviceString:
-                    pass
+        if any(_is_cuda_device(value) for value, _ in index.device_strings()):
+            return True
         for call in index.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "cuda" and not index.imported(dotted(func) or "") \
@@ -103,13 +108,7 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
         guard = guards(ctx)
         for node in ctx.nodes(cst.SimpleString):
             value = string_value(node)
-            if value is None or not value.startswith("cuda"):
-                continue
-            try:
-                device = parse_device(value)
-            except InvalidDeviceString:
-                continue  # DEV003's business
-            if device.type != "cuda":
+            if value is None or not _is_cuda_device(value):
                 continue
             use = uses.use_of(node)
             if use is None or guard.is_guarded(node):

@@ -31,13 +31,27 @@ def _short(error: str) -> str:
     return error
 
 
-def _invalid(content: bytes) -> bool:
-    """Would DEV003 object to a literal with this content (no escapes)?"""
+def _parse_error(value: str) -> str | None:
+    """torch.device's error for ``value``, or None when it accepts it."""
     try:
-        parse_device(content.decode("utf-8", "replace"))
-    except InvalidDeviceString:
-        return True
-    return False
+        parse_device(value)
+    except InvalidDeviceString as exc:
+        return str(exc)
+    return None
+
+
+def _rejection(value: str) -> str | None:
+    """The error DEV003 reports for ``value``: torch's, unless torch accepts it or it names a device of an
+    out-of-tree backend (which torch.device accepts once that backend is imported)."""
+    error = _parse_error(value)
+    if error is not None and re.fullmatch(r"[a-z_]+(:(0|[1-9][0-9]*))?", value) and value.split(":")[0] in OUT_OF_TREE:
+        return None
+    return error
+
+
+def _invalid(content: bytes) -> bool:
+    """Does torch.device reject a literal with this content (no escapes)?"""
+    return _parse_error(content.decode("utf-8", "replace")) is not None
 
 
 class _Trigger:
@@ -152,12 +166,7 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
 
     def screen(self, index: AstIndex) -> bool:
         for value, kind in index.device_strings():
-            try:
-                parse_device(value)
-                continue
-            except InvalidDeviceString:
-                pass
-            if re.fullmatch(r"[a-z_]+(:(0|[1-9][0-9]*))?", value) and value.split(":")[0] in OUT_OF_TREE:
+            if _rejection(value) is None:
                 continue
             if _TORCHY.match(value) or (kind == "strict" and index.imports_torch):
                 return True
@@ -168,14 +177,8 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
         torch_file = ctx.imports_torch
         for node in ctx.nodes(cst.SimpleString):
             value = string_value(node)
-            if value is None:
-                continue
-            try:
-                parse_device(value)
-                continue
-            except InvalidDeviceString as exc:
-                error = str(exc)
-            if re.fullmatch(r"[a-z_]+(:(0|[1-9][0-9]*))?", value) and value.split(":")[0] in OUT_OF_TREE:
+            error = _rejection(value) if value is not None else None
+            if error is None:
                 continue
             use = uses.use_of(node)
             if use is None:
