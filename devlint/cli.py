@@ -8,7 +8,7 @@ import sys
 import click
 
 from devlint import __version__, report
-from devlint.config import NON_RULE_CODES, ConfigError, expand_codes, resolve
+from devlint.config import ConfigError, expand_codes, resolve
 from devlint.rules import all_rules
 from devlint.runner import Options, run
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterable
 from devlint.context import Context
 from devlint.lazy import LazyModule
 from devlint.noqa import is_suppressed, noqa_lines
-from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Rule
+from devlint.rules.base import Applicability, Finding, Fix, Position, Rule
 from devlint.source import split_lines
 
 if TYPE_CHECKING:

@@ -278,7 +278,6 @@ class Provenance:
 
     # --- expressions ---------------------------------------------------------------------
     def _eval(self, expr: cst.BaseExpression, env, no_grad: bool) -> Val | None:  # type: ignore[no-untyped-def]
-        ctx = self.ctx
         if isinstance(expr, cst.Name):
             return env.get(expr.value)
         if isinstance(expr, cst.Call):
@@ -345,7 +344,7 @@ class Provenance:
                 grad = gpu = None
                 rg = kwargs.get("requires_grad")
                 if isinstance(rg, cst.Name) and rg.value == "True":
-                    grad = f"created with requires_grad=True"
+                    grad = "created with requires_grad=True"
                 dev = kwargs.get("device")
                 if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
                     # device=other.device: wherever `other` is, if we know

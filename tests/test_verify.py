@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -101,7 +100,6 @@ def test_rules_matrix():
     result = CliRunner().invoke(main, ["verify", "--rules", "--output-format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    by = {(r["code"], json.dumps(r["evidence"], sort_keys=True)): r for r in rows}
     assert {r["code"] for r in rows} == {"DEV001", "DEV002", "DEV003", "DEV004"}
     for r in rows:
         if r["code"] == "DEV003":
