@@ -12,7 +12,7 @@ from devlint.discovery import iter_files, per_file_ignored
 from devlint.engine import IO_ERROR, fix_text, lint_text
 from devlint.rules import select_rules
 from devlint.rules.base import Finding, Position
-from devlint.source import LIBCST_MAX_BYTES, SourceError, decode, read_bytes, split_lines, write_atomic
+from devlint.source import LIBCST_MAX_BYTES, SourceError, decode, read_bytes, split_lines, write_fixed
 
 
 @dataclass
@@ -122,10 +122,10 @@ def process_file(path: str, explicit: bool, config: Config, options: Options) ->
                 new = source.encode(outcome.text)
                 if new != data:
                     try:
-                        write_atomic(path, new)
-                    except OSError as exc:
+                        write_fixed(path, data, new)
+                    except SourceError as exc:  # not written: nothing was fixed, every finding stands
                         result.fixed = []
-                        result.findings.append(_io_finding(path, f"cannot write fixes: {exc.strerror or exc}"))
+                        result.findings = [*lint_text(source.text, path, rules).findings, _io_finding(path, str(exc))]
     else:
         outcome_lint = lint_text(source.text, path, rules)
         result.findings = outcome_lint.findings
