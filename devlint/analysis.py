@@ -323,33 +323,3 @@ def guards(ctx: Context) -> Guards:
 
 def device_uses(ctx: Context) -> DeviceUses:
     return ctx.shared("device_uses", DeviceUses)
-
-
-# Names a fix may use for "the device this program runs on" (not cpu_device, cuda_device, ...).
-CANONICAL_DEVICE_VARS = ("device", "DEVICE", "dev", "torch_device", "default_device", "DEFAULT_DEVICE")
-
-
-def device_variable_in_scope(ctx: Context, node: cst.CSTNode, exclude: cst.CSTNode | None = None) -> str | None:
-    """A variable holding a device that ``node`` can use (``device``, ``DEVICE``, ...), or None.
-
-    A function's parameter or local bound before ``node``, else a module-level variable (bound before
-    ``node`` when ``node`` is itself at module level).
-    """
-    func = ctx.enclosing_function(node)
-    pos = ctx.order[node]
-    if func is not None:
-        for param in [*func.params.params, *func.params.kwonly_params, *func.params.posonly_params]:
-            if param.name.value in CANONICAL_DEVICE_VARS:
-                return param.name.value
-    for assign in ctx.nodes(cst.Assign):
-        if assign is exclude or ctx.order[assign] > pos and ctx.enclosing_function(assign) is func:
-            continue
-        owner = ctx.enclosing_function(assign)
-        if owner is not func and owner is not None:
-            continue
-        if exclude is not None and (exclude is assign.value or any(a is assign for a in ctx.ancestors(exclude))):
-            continue
-        for target in assign.targets:
-            if isinstance(target.target, cst.Name) and target.target.value in CANONICAL_DEVICE_VARS:
-                return target.target.value
-    return None

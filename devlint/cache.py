@@ -29,7 +29,7 @@ def dump(findings: list[Finding]) -> list[dict]:
         "evidence": f.evidence,
         "fix": None if f.fix is None else {
             "applicability": f.fix.applicability.value, "message": f.fix.message,
-            "edits": [[_pos(e.start), _pos(e.end), e.content] for e in f.fix.edits],
+            "edits": [[_pos(e.start), _pos(e.end), e.content, e.old, e.before] for e in f.fix.edits],
         },
     } for f in findings]
 
@@ -39,7 +39,7 @@ def load(items: list[dict], path: str) -> list[Finding]:
     for d in items:
         fix = None
         if d["fix"] is not None:
-            fix = Fix(tuple(Edit(Position(*s), Position(*e), c) for s, e, c in d["fix"]["edits"]),
+            fix = Fix(tuple(Edit(Position(*s), Position(*e), c, o, b) for s, e, c, o, b in d["fix"]["edits"]),
                       Applicability(d["fix"]["applicability"]), d["fix"]["message"])
         out.append(Finding(d["code"], d["message"], Position(*d["start"]), Position(*d["end"]), fix, path,
                            d["name"], d["evidence"]))

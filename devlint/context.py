@@ -9,6 +9,7 @@ reports something.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterator, TypeVar
@@ -119,9 +120,12 @@ def _record_import(ctx: "Context", node: cst.Import | cst.ImportFrom) -> None:
 class Context:
     """Everything rules may ask about one module."""
 
-    def __init__(self, module: cst.Module, path: str = "<string>") -> None:
+    def __init__(self, module: cst.Module, path: str = "<string>", text: str | None = None) -> None:
         self.module = module
         self.path = path
+        self.text = text  # the source as read (LibCST's regenerated code may differ: see position())
+        self._offset_map: list[int] | None = None
+        self._aligned: bool | None = None
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.order: dict[cst.CSTNode, int] = {}  # pre-order index: source order
         self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
@@ -191,3 +195,84 @@ class Context:
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+    # LibCST drops a form feed, or a backslash-newline, that stands before a statement at the start of a
+    # line: its regenerated code (which PositionProvider measures) is then shorter than the file. Positions
+    # are mapped back onto the text as read, so findings point at the right column and fixes land on
+    # the node they were built for.
+    def position(self, line: int, column: int, end: bool = False) -> tuple[int, int]:
+        """A (1-based line, 0-based column) of LibCST's regenerated code, on the text as read. ``end``: the
+        position just after a node (mapped from its last character, so it never takes in what follows)."""
+        if self._aligned is None:
+            self._align()
+        if self._offset_map is None:
+            return line, column
+        regen_starts = self._regen_starts
+        offset = regen_starts[min(line - 1, len(regen_starts) - 1)] + column
+        if end and offset > 0:
+            mapped = self._offset_map[min(offset - 1, len(self._offset_map) - 1)] + 1
+        else:
+            mapped = self._offset_map[min(offset, len(self._offset_map) - 1)]
+        text_starts = self._text_starts
+        row = bisect.bisect_right(text_starts, mapped) - 1
+        return row + 1, mapped - text_starts[row]
+
+    @property
+    def exact(self) -> bool:
+        """Does LibCST's code equal the text as read (or could every position be mapped onto it)?"""
+        if self._aligned is None:
+            self._align()
+        return bool(self._aligned)
+
+    def _align(self) -> None:
+        self._aligned = True
+        if self.text is None:
+            return
+        regen = self.module.code
+        if regen == self.text:
+            return
+        mapping = align(regen, self.text)
+        if mapping is None:
+            self._aligned = False
+            return
+        self._offset_map = mapping
+        self._regen_starts = line_starts(regen)
+        self._text_starts = line_starts(self.text)
+
+
+_DROPPABLE = frozenset(" \t\f\\\r\n")
+
+
+def align(short: str, long: str) -> list[int] | None:
+    """For each offset of ``short`` (and its end), the offset of the same character in ``long``, where
+    ``long`` is ``short`` with whitespace and backslashes added; None when it is not."""
+    out = []
+    j = 0
+    n = len(long)
+    for ch in short:
+        while j < n and long[j] != ch:
+            if long[j] not in _DROPPABLE:
+                return None
+            j += 1
+        if j == n:
+            return None
+        out.append(j)
+        j += 1
+    if any(c not in _DROPPABLE for c in long[j:]):
+        return None
+    out.append(n if not out else out[-1] + 1)
+    return out
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset where each line starts (lines end at \\r\\n, \\r or \\n, as for the tokenizer)."""
+    starts = [0]
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n" or ch == "\r":
+            if ch == "\r" and i + 1 < n and text[i + 1] == "\n":
+                i += 1
+            starts.append(i + 1)
+        i += 1
+    return starts

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
 
 
+from devlint import compat
 from devlint.context import Context
 from devlint.lazy import LazyModule
 from devlint.noqa import is_suppressed, noqa_lines
-from devlint.rules.base import Applicability, Finding, Fix, Position, Rule
+from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Rule
 from devlint.source import split_lines
 
 if TYPE_CHECKING:
@@ -20,6 +23,9 @@ else:
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
+INTERNAL_ERROR = "E001"  # a rule crashed, or the file could not be analysed
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -37,23 +43,84 @@ def _syntax_finding(path: str, exc: Exception) -> Finding:
     return Finding(SYNTAX_ERROR, f"SyntaxError: {message}", pos, pos, path=path, name="syntax-error")
 
 
-def lint_text(text: str, path: str, rules: Iterable[Rule], noqa: bool = True) -> LintResult:
+def _crash(path: str, rule: Rule, exc: BaseException) -> str:
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})" if where else ""
+    return f"{path}: rule {rule.code} crashed: {type(exc).__name__}: {exc}{at}"
+
+
+def _lint(text: str, path: str, rules: list[Rule]) -> tuple[LintResult, bool]:
+    """One lint; the flag says a RecursionError cut something short (worth a deeper stack)."""
     result = LintResult()
+    deep = False
     try:
         module = cst.parse_module(text)
+    except RecursionError:
+        return result, True
     except Exception as exc:  # ParserSyntaxError, and anything else the parser may raise on odd input
         result.findings.append(_syntax_finding(path, exc))
-        return result
-    ctx = Context(module, path)
+        return result, False
+    ctx = Context(module, path, text)
     for rule in rules:
         try:
             result.findings.extend(rule.check(ctx))
+        except RecursionError as exc:
+            deep = True
+            result.crashes.append(_crash(path, rule, exc))
         except Exception as exc:  # one rule failing must not stop the others
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            result.crashes.append(
-                f"{path}: rule {rule.code} crashed: {type(exc).__name__}: {exc} "
-                f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
-            )
+            result.crashes.append(_crash(path, rule, exc))
+    if any(f.fix is not None for f in result.findings):
+        try:
+            exact = ctx.exact
+        except RecursionError:
+            exact, deep = False, True
+        if not exact:  # positions could not be mapped onto the text: no edit may be trusted
+            for finding in result.findings:
+                finding.fix = None
+    return result, deep
+
+
+def _in_deep_stack(func: Callable[[], T]) -> T:
+    """Run ``func`` in a thread with a 512 MiB stack and a recursion limit to match: deeply nested
+    expressions (a 3,000-term ``a + b + ...``) recurse in LibCST and in the analyses."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    old_size = threading.stack_size()
+    old_limit = sys.getrecursionlimit()
+    threading.stack_size(DEEP_STACK)
+    sys.setrecursionlimit(max(old_limit, DEEP_RECURSION))
+    try:
+        thread = threading.Thread(target=target, name="devlint-deep")
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old_size)
+        sys.setrecursionlimit(old_limit)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
+DEEP_STACK = 512 * 1024 * 1024
+DEEP_RECURSION = 200_000
+
+
+def lint_text(text: str, path: str, rules: Iterable[Rule], noqa: bool = True) -> LintResult:
+    rules = list(rules)
+    result, deep = _lint(text, path, rules)
+    if deep:  # retry with room to recurse; if even that is not enough, say so
+        try:
+            result, deep = _in_deep_stack(lambda: _lint(text, path, rules))
+        except RecursionError:
+            result, deep = LintResult(), True
+        if deep and not result.crashes:
+            result.crashes.append(f"{path}: too deeply nested to analyse (RecursionError)")
     if noqa and result.findings:
         suppress = noqa_lines(text)
         if suppress:
@@ -61,6 +128,13 @@ def lint_text(text: str, path: str, rules: Iterable[Rule], noqa: bool = True) ->
                 f for f in result.findings
                 if not is_suppressed(suppress, f.code, (f.start.row, f.end.row))
             ]
+    # an internal error is a diagnostic of its own, in every output format (and never suppressed)
+    pos = Position(1, 1)
+    result.findings.extend(
+        Finding(INTERNAL_ERROR, crash.split(": ", 1)[1] + " (an internal error; please report it)", pos, pos,
+                path=path, name="internal-error")
+        for crash in result.crashes
+    )
     result.findings.sort(key=lambda f: (f.start, f.code))
     return result
 
@@ -94,6 +168,8 @@ def _choose(text: str, fixes: list[Fix]) -> list[tuple[int, list[tuple[int, int,
     order = sorted(range(len(fixes)), key=lambda i: min(e.start for e in fixes[i].edits))
     for i in order:
         spans = [(offsets(e.start), offsets(e.end)) for e in fixes[i].edits]
+        if not all(_anchored(text, s, e) for s, e in zip(spans, fixes[i].edits)):
+            continue  # the edit would not land on the code it was built for
         if any(_overlaps(s, t) for s in spans for t in taken) or any(
             _overlaps(s, t) for j, s in enumerate(spans) for t in spans[j + 1:]
         ):
@@ -101,6 +177,13 @@ def _choose(text: str, fixes: list[Fix]) -> list[tuple[int, list[tuple[int, int,
         taken.extend(spans)
         chosen.append((i, [(s, e, edit.content) for (s, e), edit in zip(spans, fixes[i].edits)]))
     return chosen
+
+
+def _anchored(text: str, span: tuple[int, int], edit: Edit) -> bool:
+    start, end = span
+    if edit.old is not None and text[start:end] != edit.old:
+        return False
+    return edit.before is None or text[max(0, start - len(edit.before)):start] == edit.before
 
 
 def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, list[int]]:
@@ -112,12 +195,14 @@ def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, list[int]]:
     return text, sorted(i for i, _ in chosen)
 
 
-def _parses(text: str) -> bool:
+def _parses(text: str, original_error: str | None) -> bool:
+    """Does ``text`` parse, with LibCST and on the oldest Python devlint supports (unless the original
+    text already did not parse there: then it is judged by LibCST alone)?"""
     try:
-        cst.parse_module(text)
+        module = cst.parse_module(text)
     except Exception:
         return False
-    return True
+    return original_error is not None or compat.syntax_error(text, module) is None
 
 
 @dataclass
@@ -132,23 +217,35 @@ def wanted(fix: Fix | None, unsafe: bool) -> bool:
 
 
 def fix_text(text: str, path: str, rules: list[Rule], unsafe: bool, max_passes: int = 10) -> FixResult:
-    """Lint and apply fixes until nothing more applies; never returns text that does not parse."""
+    """Lint and apply fixes until nothing more applies; never returns text that does not parse (with
+    LibCST and on Python 3.10). A finding whose fix could not be applied is returned without its fix, so
+    nothing announces it as fixable."""
     fixed: list[Finding] = []
     result = lint_text(text, path, rules)
+    original_error: list[str | None] = []  # computed once, when a fix is first checked
+
+    def parses(candidate: str) -> bool:
+        if not original_error:
+            original_error.append(compat.syntax_error(text))
+        return _parses(candidate, original_error[0])
+
     for _ in range(max_passes):
         candidates = [f for f in result.findings if wanted(f.fix, unsafe)]
         if not candidates or result.crashes:
             break
         new_text, applied = apply_fixes(text, [f.fix for f in candidates])  # type: ignore[misc]
-        if applied and not _parses(new_text):
+        if applied and not parses(new_text):
             # drop the fixes that break the code on their own; keep the rest
-            candidates = [f for f in candidates if _parses(apply_fixes(text, [f.fix])[0])]  # type: ignore[list-item]
+            candidates = [f for f in candidates if parses(apply_fixes(text, [f.fix])[0])]  # type: ignore[list-item]
             new_text, applied = apply_fixes(text, [f.fix for f in candidates])  # type: ignore[misc]
-            if applied and not _parses(new_text):
+            if applied and not parses(new_text):
                 break
         if not applied or new_text == text:
             break
         fixed.extend(candidates[i] for i in applied)
         text = new_text
         result = lint_text(text, path, rules)
+    for finding in result.findings:
+        if wanted(finding.fix, unsafe):
+            finding.fix = None  # offered, but it would not apply (or not parse): not a fix to announce
     return FixResult(text, fixed, result)

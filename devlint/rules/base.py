@@ -30,11 +30,17 @@ class Position:
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace the text from ``start`` up to ``end`` (exclusive) with ``content``."""
+    """Replace the text from ``start`` up to ``end`` (exclusive) with ``content``.
+
+    ``old``: the text the edit expects to replace, and ``before``: the text it expects right before
+    ``start``; an edit whose anchors do not match the file is not applied (it would land elsewhere).
+    """
 
     start: Position
     end: Position
     content: str
+    old: str | None = None
+    before: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,23 +70,36 @@ def node_start(ctx: Context, node: cst.CSTNode) -> Position:
     """Start of ``node``, before its opening parentheses if it has any."""
     lpar = getattr(node, "lpar", None)
     pos = ctx.range(lpar[0] if lpar else node).start
-    return Position(pos.line, pos.column + 1)
+    line, column = ctx.position(pos.line, pos.column)
+    return Position(line, column + 1)
 
 
 def node_end(ctx: Context, node: cst.CSTNode) -> Position:
     """End of ``node``, after its closing parentheses if it has any."""
     rpar = getattr(node, "rpar", None)
     pos = ctx.range(rpar[-1] if rpar else node).end
-    return Position(pos.line, pos.column + 1)
+    line, column = ctx.position(pos.line, pos.column, end=True)
+    return Position(line, column + 1)
 
 
 def replace(ctx: Context, node: cst.CSTNode, content: str) -> Edit:
-    return Edit(node_start(ctx, node), node_end(ctx, node), content)
+    """Replace ``node`` with its parentheses."""
+    return Edit(node_start(ctx, node), node_end(ctx, node), content, old=ctx.code(node))
+
+
+def replace_token(ctx: Context, node: cst.CSTNode, content: str) -> Edit:
+    """Replace ``node`` inside its parentheses (and the comments there): the smallest edit."""
+    pos = ctx.range(node)
+    line, column = ctx.position(pos.start.line, pos.start.column)
+    end_line, end_column = ctx.position(pos.end.line, pos.end.column, end=True)
+    bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", None) else node
+    return Edit(Position(line, column + 1), Position(end_line, end_column + 1), content,
+                old=ctx.module.code_for_node(bare))
 
 
 def insert_after(ctx: Context, node: cst.CSTNode, content: str) -> Edit:
     end = node_end(ctx, node)
-    return Edit(end, end, content)
+    return Edit(end, end, content, old="", before=ctx.code(node)[-40:])
 
 
 @dataclass(frozen=True)

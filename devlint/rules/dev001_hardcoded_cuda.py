@@ -7,12 +7,13 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 
-from devlint.analysis import device_uses, device_variable_in_scope, guards, parameter_used_as_device, string_value
+from devlint.analysis import device_uses, guards, parameter_used_as_device, string_value
+from devlint.bindings import device_name_at
 from devlint.context import Context
 from devlint.devicestr import InvalidDeviceString, parse_device
 from devlint.lazy import LazyModule
-from devlint.rules.base import Applicability, Edit, Finding, Fix, Probe, Rule, node_end, node_start, replace
-from devlint.rules.fixes import fallback_expr, preferred_quote
+from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, replace_token
+from devlint.rules.fixes import fallback_expr, needs_parens, paren_call_insert, preferred_quote, quote_at
 from devlint.screen import AstIndex, dotted
 
 if TYPE_CHECKING:
@@ -156,32 +157,50 @@ unsafe fixes: apply them with `--fix --unsafe-fixes`.
 
     def _fix_string(self, ctx: Context, node: cst.SimpleString, value: str, kind: str) -> Fix | None:
         if kind in ("keyword", "to") and value in ("cuda", "cuda:0"):
-            var = device_variable_in_scope(ctx, node, exclude=node)
+            var = device_name_at(ctx, node)
             if var is not None:
-                return Fix((replace(ctx, node, var),), Applicability.UNSAFE, f"Use `{var}`")
+                return Fix((replace_token(ctx, node, var),), Applicability.UNSAFE, f"Use `{var}`")
         if node.prefix:
             return None
-        expr, extra = fallback_expr(ctx, value, node.quote[0])
-        return Fix((*extra, replace(ctx, node, expr)), Applicability.UNSAFE, "Fall back to the CPU")
+        found = fallback_expr(ctx, node, value, quote_at(ctx, node, node.quote[0]))
+        if found is None:
+            return None
+        expr, extra = found
+        if needs_parens(ctx, node):
+            expr = f"({expr})"
+        return Fix((*extra, replace_token(ctx, node, expr)), Applicability.UNSAFE, "Fall back to the CPU")
 
     def _fix_cuda_call(self, ctx: Context, call: cst.Call) -> Fix | None:
+        """``.cuda()`` -> ``.to(device)``, touching only the name ``cuda`` and the device argument (a
+        comment inside the parentheses stays where it is)."""
         func = call.func
         assert isinstance(func, cst.Attribute)
-        device_arg: str | None = None
-        rest: list[str] = []
+        index: cst.Integer | None = None
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "non_blocking":
-                rest.append(ctx.code(arg).strip().rstrip(","))
-            elif (arg.keyword is None or arg.keyword.value == "device") and isinstance(arg.value, cst.Integer) and device_arg is None:
-                device_arg = f"cuda:{arg.value.value}"
+                continue
+            if (arg.keyword is None or arg.keyword.value == "device") and isinstance(arg.value, cst.Integer) \
+                    and index is None and arg.star == "":
+                index = arg.value
             else:
+                return None  # a device variable, memory_format=, *args: not rewritten
+        if index is None:
+            target = device_name_at(ctx, call)
+            extra: list = []
+            if target is None:
+                found = fallback_expr(ctx, call, "cuda", quote_at(ctx, call, preferred_quote(ctx)))
+                if found is None:
+                    return None
+                target, extra = found
+            first = call.args[0] if call.args else None
+            insert = paren_call_insert(ctx, call, target + (", " if first is not None else ""))
+            if insert is None:
                 return None
-        extra = []
-        target = None
-        if device_arg is None:
-            target = device_variable_in_scope(ctx, call)
-        if target is None:
-            target, extra = fallback_expr(ctx, device_arg or "cuda", preferred_quote(ctx))
-        args = ", ".join([target, *rest])
-        edit = Edit(node_start(ctx, func.attr), node_end(ctx, call), f"to({args})")
-        return Fix((*extra, edit), Applicability.UNSAFE, "Use .to(device)")
+            device_edit = insert
+        else:
+            found = fallback_expr(ctx, call, f"cuda:{index.value}", quote_at(ctx, call, preferred_quote(ctx)))
+            if found is None:
+                return None
+            target, extra = found
+            device_edit = replace_token(ctx, index, target)
+        return Fix((*extra, replace_token(ctx, func.attr, "to"), device_edit), Applicability.UNSAFE, "Use .to(device)")
