@@ -198,13 +198,56 @@ class DeviceUses:
         # (enclosing function or None, name) for names passed where a device goes
         self.device_names: set[tuple[cst.FunctionDef | None, str]] = set()
         self._anywhere: set[str] = set()
+        # the same, for positions that certainly reach torch (torch.device(), .to(), a torch API's device=)
+        self.torch_device_names: set[tuple[cst.FunctionDef | None, str]] = set()
+        local_calls: list[tuple[cst.Arg, cst.FunctionDef]] = []
         for call in ctx.nodes(cst.Call):
             for arg in self._device_args(call):
                 self._device_arg_nodes.add(arg)
-                name = dotted_name(arg.value)
-                if name:
-                    self.device_names.add((ctx.enclosing_function(call), name))
-                    self._anywhere.add(name)
+                local = self._local_function(call)
+                if local is not None:
+                    local_calls.append((arg, local))
+        # device= to a function of this file that only compares or reads its parameter: not a device use
+        for arg, func in local_calls:
+            param = next((p for p in (*func.params.params, *func.params.kwonly_params)
+                          if arg.keyword is not None and p.name.value == arg.keyword.value), None)
+            if param is not None and not parameter_used_as_device(ctx, param, self):
+                self._device_arg_nodes.discard(arg)
+        for arg in self._device_arg_nodes:
+            call = ctx.parent(arg)
+            name = dotted_name(arg.value)
+            if name and isinstance(call, cst.Call):
+                where = (ctx.enclosing_function(call), name)
+                self.device_names.add(where)
+                self._anywhere.add(name)
+                if self.reaches_torch(arg):
+                    self.torch_device_names.add(where)
+
+    def _local_function(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The module-level function of this file that ``call`` calls by name (one definition), or None."""
+        if not isinstance(call.func, cst.Name) or self.ctx.qualname(call.func) is not None:
+            return None
+        defs = [s for s in self.ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value]
+        return defs[0] if len(defs) == 1 else None
+
+    def reaches_torch(self, arg: cst.Arg) -> bool:
+        """Is this device argument certainly handed to torch: ``torch.device(arg)``, ``x.to(arg)``, or the
+        ``device=`` of a torch-ecosystem API?"""
+        call = self.ctx.parent(arg)
+        if not isinstance(call, cst.Call):
+            return False
+        qn = self.ctx.qualname(call.func)
+        if qn is None:
+            return isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"
+        return qn.split(".")[0] in TORCH_ECOSYSTEM
+
+    def reaches_torch_as(self, name: str, where: cst.CSTNode) -> bool:
+        """Is ``name``, bound at ``where``, handed to torch as a device in the same function (or, for a
+        module-level name, anywhere)?"""
+        func = self.ctx.enclosing_function(where)
+        if func is None:
+            return any(n == name for _, n in self.torch_device_names)
+        return (func, name) in self.torch_device_names
 
     def used_as_device(self, name: str, where: cst.CSTNode) -> bool:
         """Is ``name``, bound at ``where``, passed as a device in the same function (or, for a
@@ -256,6 +299,8 @@ class DeviceUses:
             if isinstance(call, cst.Call) and self.is_device_arg(parent):
                 qn = ctx.qualname(call.func)
                 kind = "torch.device" if qn == "torch.device" else "keyword" if parent.keyword else "to"
+                if kind == "torch.device" and _only_inspected(ctx, call):
+                    return None  # torch.device("cuda") in devices / == x.device / .type: compared, never used
                 if kind == "keyword" and isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
                     kind = "to"
                 return DeviceUse(kind, expr)  # type: ignore[arg-type]
@@ -284,14 +329,23 @@ class DeviceUses:
         return None
 
 
-def parameter_used_as_device(ctx: Context, param: cst.Param) -> bool:
+def _only_inspected(ctx: Context, expr: cst.CSTNode) -> bool:
+    """Is the value of ``expr`` only compared (``==``, ``in``, ``is``) or read (``.type``, ``.index``)?
+    Making a ``torch.device`` object never touches a GPU; only placing a tensor there does."""
+    parent = ctx.parent(expr)
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+        return True
+    return isinstance(parent, cst.Attribute) and parent.value is expr and parent.attr.value in ("type", "index")
+
+
+def parameter_used_as_device(ctx: Context, param: cst.Param, uses: DeviceUses | None = None) -> bool:
     """Does the function of ``param`` use it where a device matters: in a device position (``.to(p)``,
     ``device=p``, ``torch.device(p)``), passed on to a callee outside torch (which may do so), or let out
     (assigned, returned, stored)? Reading it (``p == "cuda"``, ``p.type``) or handing it to a torch call in
     no device position (``torch.get_autocast_dtype(p)``) places no tensor."""
     func = ctx.parent(ctx.parent(param))  # Param -> Parameters -> FunctionDef / Lambda
     name = param.name.value
-    uses = device_uses(ctx)
+    uses = uses if uses is not None else device_uses(ctx)
     for node in ctx.nodes(cst.Name):
         if node.value != name or node is param.name or not any(a is func for a in ctx.ancestors(node)):
             continue

@@ -61,15 +61,43 @@ class Val:
     grad: str | None = None  # why it may require grad
     gpu: str | None = None  # why it may live off the CPU
     params: bool = True  # a module with parameters (its output requires grad)
+    # What is proven (the fix needs proof, a finding only evidence): a torch object; requires no grad;
+    # lives on the CPU.
+    torch: bool = False
+    nograd: bool = False
+    cpu: bool = False
+    moved: bool = False  # an object of unknown type moved with .cuda()/.to(): a tensor or a module
 
 
-def _union(*vals: Val | None) -> Val | None:
+def _union(*vals: Val | None, complete: bool = False) -> Val | None:
+    """What is known of a value computed from ``vals`` (arithmetic, torch functions). ``complete``: every
+    operand is one of ``vals`` or a plain constant; only then can the result be proven grad-free or on
+    the CPU."""
     known = [v for v in vals if v is not None and v.kind == "tensor"]
     if not known:
         return None
     grad = next((v.grad for v in known if v.grad), None)
     gpu = next((v.gpu for v in known if v.gpu), None)
-    return Val("tensor", grad, gpu)
+    complete = complete and all(v is None or v.kind == "tensor" for v in vals)
+    return Val("tensor", grad, gpu, torch=any(v.torch for v in known),
+               nograd=complete and all(v.nograd for v in known), cpu=complete and all(v.cpu for v in known))
+
+
+def _unproven(v: Val) -> Val:
+    return replace(v, torch=False, nograd=False, cpu=False)
+
+
+def _neutral(expr: cst.BaseExpression) -> bool:
+    """A constant that is no tensor: a number, string, True/False/None, or a tuple/list of them."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in ("True", "False", "None")
+    if isinstance(expr, cst.UnaryOperation):
+        return _neutral(expr.expression)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return all(_neutral(el.value) for el in expr.elements)
+    return False
 
 
 def _merge_env(a: dict[str, Val | None], b: dict[str, Val | None]) -> dict[str, Val | None]:
@@ -77,11 +105,14 @@ def _merge_env(a: dict[str, Val | None], b: dict[str, Val | None]) -> dict[str, 
     for key in a.keys() | b.keys():
         va, vb = a.get(key), b.get(key)
         if va is None or vb is None:
-            out[key] = va or vb
+            known = va or vb
+            out[key] = _unproven(known) if known is not None else None  # unknown on one path: nothing proven
         elif va.kind != vb.kind:
-            out[key] = va
+            out[key] = _unproven(va)
         else:
-            out[key] = Val(va.kind, va.grad or vb.grad, va.gpu or vb.gpu)
+            out[key] = Val(va.kind, va.grad or vb.grad, va.gpu or vb.gpu, va.params,
+                           torch=va.torch and vb.torch, nograd=va.nograd and vb.nograd, cpu=va.cpu and vb.cpu,
+                           moved=va.moved or vb.moved)
     return out
 
 
@@ -107,6 +138,8 @@ class Provenance:
         self.ctx = ctx
         self.numpy_receivers: dict[cst.Call, Val] = {}
         self.module_classes = self._module_classes()
+        # torch.set_default_device(...) anywhere: a factory's tensor may be created off the CPU
+        self.default_device = any(ctx.qualname(c.func) == "torch.set_default_device" for c in ctx.nodes(cst.Call))
         module_env = self._exec(ctx.module.body, {}, False)
         for func in ctx.nodes(cst.FunctionDef):
             env = dict(module_env)
@@ -290,10 +323,8 @@ class Provenance:
             attr = expr.attr.value
             if base is None or base.kind != "tensor" or attr in NOT_TENSOR:
                 return None
-            if attr == "data":
-                return replace(base, grad=None)
-            if attr == "grad":
-                return replace(base, grad=None)
+            if attr in ("data", "grad"):
+                return replace(base, grad=None, nograd=True)
             return base
         if isinstance(expr, cst.Subscript):
             name = dotted_name(expr)
@@ -304,18 +335,22 @@ class Provenance:
                 self._scan(el, env, no_grad)
             return base if base is not None and base.kind == "tensor" else None
         if isinstance(expr, cst.BinaryOperation):
-            out = _union(self._eval(expr.left, env, no_grad), self._eval(expr.right, env, no_grad))
-            return replace(out, grad=None) if out and no_grad else out
+            left, right = self._eval(expr.left, env, no_grad), self._eval(expr.right, env, no_grad)
+            out = _union(left, right, complete=(left is not None or _neutral(expr.left))
+                         and (right is not None or _neutral(expr.right)))
+            return replace(out, grad=None, nograd=True) if out and no_grad else out
         if isinstance(expr, cst.UnaryOperation):
             val = self._eval(expr.expression, env, no_grad)
             return None if isinstance(expr.operator, cst.Not) else val
         if isinstance(expr, cst.Comparison):
             vals = [self._eval(expr.left, env, no_grad)] + [self._eval(c.comparator, env, no_grad) for c in expr.comparisons]
             out = _union(*vals)
-            return replace(out, grad=None) if out else None
+            return replace(out, grad=None, nograd=True) if out else None
         if isinstance(expr, cst.IfExp):
             self._eval(expr.test, env, no_grad)
-            return _union(self._eval(expr.body, env, no_grad), self._eval(expr.orelse, env, no_grad))
+            body, orelse = self._eval(expr.body, env, no_grad), self._eval(expr.orelse, env, no_grad)
+            out = _union(body, orelse, complete=body is not None and orelse is not None)
+            return out if out is None or (body is not None and orelse is not None) else _unproven(out)
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
             inner = dict(env)
             comp: cst.BaseCompFor | None = expr.for_in
@@ -336,85 +371,133 @@ class Provenance:
         ctx = self.ctx
         func = call.func
         args = [self._eval(a.value, env, no_grad) for a in call.args]
+        # every argument is a known value or a constant: a result can be proven grad-free / on the CPU
+        complete = all(v is not None or _neutral(a.value) for v, a in zip(args, call.args))
         qn = ctx.qualname(func)
         kwargs = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         if qn is not None:
-            parts = qn.split(".")
-            if parts[0] == "torch" and len(parts) == 2 and parts[1] in FACTORIES:
-                grad = gpu = None
-                rg = kwargs.get("requires_grad")
-                if isinstance(rg, cst.Name) and rg.value == "True":
-                    grad = "created with requires_grad=True"
-                dev = kwargs.get("device")
-                if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
-                    # device=other.device: wherever `other` is, if we know
-                    other = self._eval(dev.value, env, no_grad)
-                    gpu = other.gpu if other is not None else None
-                elif dev is not None and not _is_cpu_device(ctx, dev):
-                    gpu = f"created with device={ctx.code(dev)}"
-                if parts[1].endswith("_like") and args and args[0] is not None and not gpu and dev is None:
-                    gpu = args[0].gpu
-                return Val("tensor", grad, gpu)
-            if qn in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-                rg = kwargs.get("requires_grad")
-                grad = None if isinstance(rg, cst.Name) and rg.value == "False" else "an nn.Parameter"
-                return Val("tensor", grad, args[0].gpu if args and args[0] else None)
-            if (qn.startswith("torch.nn.") and parts[-1][:1].isupper() and "functional" not in parts) \
-                    or qn.startswith(MODULE_ROOTS) or (qn.endswith(MODULE_FACTORIES_SUFFIX) and parts[0] in ("transformers", "diffusers", "timm", "torchvision")):
-                return Val("module", params=not _PARAMETERLESS.fullmatch(parts[-1]))
-            if parts[0] == "torch" and qn not in NO_GRAD_CONTEXTS:
-                out = _union(*args, *self._list_elements(call, env, no_grad))
-                if out is not None and no_grad:
-                    out = replace(out, grad=None)
-                return out
-            return None
+            return self._qualified_call(qn, call, args, kwargs, env, no_grad)
         if isinstance(func, cst.Name) and func.value in self.module_classes:
-            return Val("module")
+            return Val("module", torch=True, cpu=not self.default_device)
         if isinstance(func, cst.Attribute):
-            method = func.attr.value
-            recv = self._eval(func.value, env, no_grad)
-            if method == "numpy":
-                force = kwargs.get("force")
-                if recv is not None and recv.kind == "tensor" and not (isinstance(force, cst.Name) and force.value == "True"):
-                    prev = self.numpy_receivers.get(call)
-                    self.numpy_receivers[call] = Val("tensor", recv.grad or (prev and prev.grad),
-                                                     recv.gpu or (prev and prev.gpu))
-                return None
-            if method == "cuda":
-                kind = recv.kind if recv is not None else "tensor"
-                return Val(kind, recv.grad if recv else None, "moved with .cuda()")
-            if method == "to":
-                target = call.args[0].value if call.args and call.args[0].keyword is None else kwargs.get("device")
-                if target is None or _is_dtype(ctx, target) or isinstance(target, cst.Attribute) and (ctx.qualname(target) or "").startswith("torch.") and "device" not in ctx.code(target):
-                    return recv
-                if _is_cpu_device(ctx, target):
-                    return replace(recv, gpu=None) if recv else None
-                kind = recv.kind if recv is not None else "tensor"
-                return Val(kind, recv.grad if recv else None, f"moved with .to({ctx.code(target)})")
-            if recv is None:
-                return None
-            if recv.kind == "module":
-                if method in MODULE_KEEP:
-                    return recv
-                if method == "forward":
-                    return self._module_output(recv, args, no_grad, ctx.code(func.value))
-                return None
-            if method == "cpu":
-                return replace(recv, gpu=None)
-            if method in ("detach", "detach_"):
-                return replace(recv, grad=None)
-            if method == "requires_grad_":
-                return replace(recv, grad="made to require grad with .requires_grad_()")
-            if method in NOT_TENSOR:
-                return None
-            if method in NON_DIFFERENTIABLE:
-                return replace(recv, grad=None)
-            out = _union(recv, *args)
-            return replace(out, grad=None) if out and no_grad else out
+            return self._method_call(call, func, args, kwargs, complete, env, no_grad)
         callee = self._eval(func, env, no_grad)
-        if callee is not None and callee.kind == "module":
-            return self._module_output(callee, args, no_grad, ctx.code(func))
+        if callee is not None and (callee.kind == "module" or callee.moved):
+            # a module, or an object moved with .to()/.cuda() and then called: a module
+            return self._module_output(callee, args, complete, no_grad, ctx.code(func))
         return None
+
+    def _qualified_call(self, qn: str, call: cst.Call, args, kwargs, env, no_grad: bool) -> Val | None:  # type: ignore[no-untyped-def]
+        ctx = self.ctx
+        parts = qn.split(".")
+        if parts[0] == "torch" and len(parts) == 2 and parts[1] in FACTORIES:
+            grad = gpu = None
+            rg = kwargs.get("requires_grad")
+            if isinstance(rg, cst.Name) and rg.value == "True":
+                grad = "created with requires_grad=True"
+            nograd = rg is None or (isinstance(rg, cst.Name) and rg.value == "False")
+            dev = kwargs.get("device")
+            cpu = dev is None and not self.default_device
+            if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
+                # device=other.device: wherever `other` is, if we know
+                other = self._eval(dev.value, env, no_grad)
+                gpu = other.gpu if other is not None else None
+                cpu = other is not None and other.cpu
+            elif dev is not None and not _is_cpu_device(ctx, dev):
+                gpu = f"created with device={ctx.code(dev)}"
+            elif dev is not None:
+                cpu = True
+            if parts[1].endswith("_like") and dev is None:
+                first = args[0] if args else None
+                if first is not None and not gpu:
+                    gpu = first.gpu
+                cpu = first is not None and first.cpu
+            return Val("tensor", grad, gpu, torch=True, nograd=nograd, cpu=cpu)
+        if qn in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            rg = kwargs.get("requires_grad")
+            frozen = isinstance(rg, cst.Name) and rg.value == "False"
+            first = args[0] if args else None
+            return Val("tensor", None if frozen else "an nn.Parameter", first.gpu if first else None, torch=True,
+                       nograd=frozen, cpu=first is not None and first.cpu)
+        if self._is_module_factory(qn, parts):
+            return Val("module", params=not _PARAMETERLESS.fullmatch(parts[-1]), torch=True,
+                       cpu=not self.default_device and not qn.endswith(MODULE_FACTORIES_SUFFIX))
+        if parts[0] == "torch" and qn not in NO_GRAD_CONTEXTS:
+            elements = list(self._list_elements(call, env, no_grad))
+            out = _union(*args, *elements, complete=False)
+            if out is not None:
+                out = replace(out, torch=True)
+                if no_grad:
+                    out = replace(out, grad=None, nograd=True)
+            return out
+        return None
+
+    @staticmethod
+    def _is_module_factory(qn: str, parts: list[str]) -> bool:
+        if qn.startswith("torch.nn.") and parts[-1][:1].isupper() and "functional" not in parts:
+            return True
+        if qn.startswith(MODULE_ROOTS):
+            return True
+        if qn.endswith(MODULE_FACTORIES_SUFFIX) and parts[0] in ("transformers", "diffusers", "timm", "torchvision"):
+            # TFAutoModel / FlaxAutoModel.from_pretrained build TensorFlow and JAX models, not torch ones
+            return not (len(parts) >= 2 and parts[-2].startswith(("TF", "Flax")))
+        return False
+
+    def _method_call(self, call: cst.Call, func: cst.Attribute, args, kwargs, complete: bool, env,  # type: ignore[no-untyped-def]
+                     no_grad: bool) -> Val | None:
+        ctx = self.ctx
+        method = func.attr.value
+        recv = self._eval(func.value, env, no_grad)
+        if method == "numpy":
+            force = kwargs.get("force")
+            if recv is not None and recv.kind == "tensor" and not (isinstance(force, cst.Name) and force.value == "True"):
+                prev = self.numpy_receivers.get(call)
+                if prev is not None:  # a loop's second run: what may hold on either, what is proven on both
+                    recv = Val("tensor", recv.grad or prev.grad, recv.gpu or prev.gpu, torch=recv.torch and prev.torch,
+                               nograd=recv.nograd and prev.nograd, cpu=recv.cpu and prev.cpu)
+                self.numpy_receivers[call] = recv
+            return None
+        if method == "cuda":
+            if recv is None:
+                return Val("tensor", None, "moved with .cuda()", torch=True, moved=True)
+            return replace(recv, gpu="moved with .cuda()", cpu=False)
+        if method == "to":
+            target = call.args[0].value if call.args and call.args[0].keyword is None else kwargs.get("device")
+            if target is None or _is_dtype(ctx, target) or isinstance(target, cst.Attribute) and (ctx.qualname(target) or "").startswith("torch.") and "device" not in ctx.code(target):
+                return recv
+            if _is_cpu_device(ctx, target):
+                if recv is None:  # an object of unknown type put on the CPU: a tensor or a module
+                    return Val("tensor", None, None, torch=True, cpu=True, moved=True)
+                return replace(recv, gpu=None, cpu=True)
+            where = f"moved with .to({ctx.code(target)})"
+            if recv is None:
+                return Val("tensor", None, where, torch=True, moved=True)
+            return replace(recv, gpu=where, cpu=False)
+        if recv is None:
+            return None
+        if recv.kind == "module" or recv.moved:
+            if method == "cpu":
+                return replace(recv, gpu=None, cpu=True)
+            if method in MODULE_KEEP:
+                return recv
+            if method == "forward":
+                return self._module_output(recv, args, complete, no_grad, ctx.code(func.value))
+            if recv.kind == "module":
+                return None
+        if method == "cpu":
+            return replace(recv, gpu=None, cpu=True)
+        if method in ("detach", "detach_"):
+            return replace(recv, grad=None, nograd=True)
+        if method == "requires_grad_":
+            return replace(recv, grad="made to require grad with .requires_grad_()", nograd=False)
+        if method in NOT_TENSOR:
+            return None
+        if method in NON_DIFFERENTIABLE:
+            return replace(recv, grad=None, nograd=True)
+        out = _union(recv, *args, complete=complete)
+        if out is not None:
+            out = replace(out, cpu=recv.cpu, torch=recv.torch)  # a method's result lives where its tensor does
+        return replace(out, grad=None, nograd=True) if out and no_grad else out
 
     def _list_elements(self, call: cst.Call, env, no_grad):  # type: ignore[no-untyped-def]
         for arg in call.args:
@@ -423,15 +506,19 @@ class Provenance:
                     yield self._eval(el.value, env, no_grad)
 
     @staticmethod
-    def _module_output(module: Val, args, no_grad: bool, name: str) -> Val | None:  # type: ignore[no-untyped-def]
+    def _module_output(module: Val, args, complete: bool, no_grad: bool, name: str) -> Val | None:  # type: ignore[no-untyped-def]
         gpu = module.gpu or next((a.gpu for a in args if a is not None and a.gpu), None)
+        known = [a for a in args if a is not None]
+        cpu = module.cpu and complete and all(a.cpu for a in known)
         if module.params:
             grad = None if no_grad else f"output of {name}(...) outside torch.no_grad()"
+            nograd = no_grad
         else:
-            grad = None if no_grad else next((a.grad for a in args if a is not None and a.grad), None)
-            if not any(a is not None for a in args) and not gpu:
+            grad = None if no_grad else next((a.grad for a in known if a.grad), None)
+            nograd = no_grad or (complete and all(a.nograd for a in known))
+            if not known and not gpu:
                 return None
-        return Val("tensor", grad, gpu)
+        return Val("tensor", grad, gpu, torch=module.torch, nograd=nograd, cpu=cpu)
 
 
 def provenance(ctx: Context) -> Provenance:

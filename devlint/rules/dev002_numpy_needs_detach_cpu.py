@@ -76,17 +76,18 @@ host memory and cut from the autograd graph.
                 continue
             func = call.func
             assert isinstance(func, cst.Attribute)
-            missing = []
             problems = []
             if val.grad:
-                missing.append(".detach()")
                 problems.append(f"may require grad ({val.grad}), which raises {_GRAD_ERROR}")
             if val.gpu:
-                missing.append(".cpu()")
                 problems.append(f"may be on a GPU ({val.gpu}), which raises {_GPU_ERROR}")
-            insert = "".join(missing)
+            # the fix makes the call work: .detach() unless the tensor is proven grad-free, .cpu() unless it
+            # is proven on the CPU; and only on what is proven to be a torch tensor
+            insert = ("" if val.nograd else ".detach()") + ("" if val.cpu else ".cpu()")
             message = f".numpy() on a tensor that {' and '.join(problems)}; call {insert} first"
-            fix = Fix((insert_after(ctx, func.value, insert),), Applicability.SAFE, f"Insert {insert}")
+            fix = None
+            if val.torch:
+                fix = Fix((insert_after(ctx, func.value, insert),), Applicability.SAFE, f"Insert {insert}")
             yield self.finding(ctx, call, message, fix,
                                evidence={"grad": bool(val.grad), "gpu": bool(val.gpu), "insert": insert})
 

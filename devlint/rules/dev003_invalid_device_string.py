@@ -6,11 +6,11 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 
-from devlint.analysis import device_uses, string_value
-from devlint.context import Context
+from devlint.analysis import DeviceUse, DeviceUses, device_uses, string_value
+from devlint.context import Context, dotted_name
 from devlint.devicestr import DEVICE_TYPES, InvalidDeviceString, parse_device, suggest
 from devlint.lazy import LazyModule
-from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, replace
+from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, replace_token
 from devlint.screen import AstIndex
 
 if TYPE_CHECKING:
@@ -22,6 +22,29 @@ _TORCHY = re.compile(r"\s*(" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=Tr
 # Device types that out-of-tree backends register through PrivateUse1 (torch_npu, torch_mlu, torch_musa,
 # torch-neuronx, torch_gcu, ...): torch.device accepts them once the backend is imported.
 OUT_OF_TREE = frozenset({"npu", "mlu", "musa", "neuron", "tpu", "gcu", "sdaa", "dipu", "xla", "iluvatar"})
+# Frameworks with device names of their own, in files that may also import torch.
+OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "jax", "flax", "openvino", "onnxruntime", "paddle", "mxnet",
+                              "tensorrt", "mindspore", "oneflow", "cupy", "tvm", "coremltools"})
+_CATCHES = frozenset({"Exception", "BaseException", "RuntimeError"})
+
+
+def _caught(ctx: Context, node: cst.CSTNode) -> bool:
+    """Is ``node`` in the body of a ``try`` whose handler catches torch's RuntimeError?"""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.Try) and child is anc.body:
+            for handler in anc.handlers:
+                types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+                for t in types:
+                    expr = t.value if isinstance(t, cst.Element) else t
+                    if expr is None or (dotted_name(expr) or "").split(".")[-1] in _CATCHES:
+                        return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        child = anc
+    return False
+
+
 _MULTI = re.compile(r"^(\w+):\s*(\d+(?:\s*,\s*\d+)+)\s*$")
 
 
@@ -175,6 +198,9 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
     def check(self, ctx: Context) -> Iterable[Finding]:
         uses = device_uses(ctx)
         torch_file = ctx.imports_torch
+        # a file that also drives another framework ("CPU" is OpenVINO's device, "/GPU:0" TensorFlow's): a
+        # string that only may reach a device position counts when it is shown to reach torch
+        other = any(m.split(".")[0] in OTHER_FRAMEWORKS for m in ctx.imported_modules)
         for node in ctx.nodes(cst.SimpleString):
             value = string_value(node)
             error = _rejection(value) if value is not None else None
@@ -183,12 +209,29 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
             use = uses.use_of(node)
             if use is None:
                 continue
+            reaches = torch_file and self._reaches_torch(ctx, uses, use)
             loose = not torch_file or use.kind in ("assign", "dict", "default", "argparse") or (
                 use.kind == "keyword" and ctx.qualname(self._callee(ctx, use.expr)) is None
             )
-            if loose and not _TORCHY.match(value):
+            if loose and (not _TORCHY.match(value) or (other and not reaches)):
                 continue
-            yield self._report(ctx, node, value, error)
+            caught = _caught(ctx, node)
+            if caught and use.kind == "torch.device":
+                continue  # try: torch.device(s) except RuntimeError: -- a validity test, on purpose
+            # a fix only where the string certainly reaches torch, and nothing relies on torch rejecting it
+            yield self._report(ctx, node, value, error, fixable=reaches and not caught)
+
+    @staticmethod
+    def _reaches_torch(ctx: Context, uses: DeviceUses, use: DeviceUse) -> bool:
+        """Does the string certainly end up in a torch device API (so that torch's spelling is right)?"""
+        if use.kind in ("torch.device", "to"):
+            return True
+        if use.kind == "keyword":
+            arg = ctx.parent(use.expr)
+            return isinstance(arg, cst.Arg) and uses.reaches_torch(arg)
+        if use.kind == "assign" and use.target is not None:
+            return uses.reaches_torch_as(use.target, use.expr)
+        return False
 
     @staticmethod
     def _callee(ctx: Context, expr: cst.CSTNode) -> cst.BaseExpression | None:
@@ -196,7 +239,7 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
         call = ctx.parent(arg) if arg is not None else None
         return call.func if isinstance(call, cst.Call) else None
 
-    def _report(self, ctx: Context, node: cst.SimpleString, value: str, error: str) -> Finding:
+    def _report(self, ctx: Context, node: cst.SimpleString, value: str, error: str, fixable: bool) -> Finding:
         multi = _MULTI.match(value)
         if multi:
             ids = [i.strip() for i in multi.group(2).split(",")]
@@ -208,10 +251,10 @@ the model in `nn.DataParallel(model, device_ids=[1, 2])`.
             return self.finding(ctx, node, message, evidence={"value": value, "fixed": None})
         suggestion, safe = suggest(value)
         fix = None
-        if suggestion is not None:
+        if suggestion is not None and fixable:
             quote = node.quote
             fix = Fix(
-                (replace(ctx, node, f"{node.prefix}{quote}{suggestion}{quote}"),),
+                (replace_token(ctx, node, f"{node.prefix}{quote}{suggestion}{quote}"),),
                 Applicability.SAFE if safe else Applicability.UNSAFE,
                 f'Use "{suggestion}"',
             )
