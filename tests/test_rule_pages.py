@@ -24,7 +24,7 @@ def test_page_matches_devlint_rule(code):
     result = CliRunner().invoke(main, ["rule", code])
     assert result.exit_code == 0
     assert result.output == (PAGES / f"{code}.md").read_text(encoding="utf-8")
-    for heading in ("## What it catches", "## Why it is a bug", "## Example", "## Fix"):
+    for heading in ("## What it catches", "## Why it is a bug", "## Example", "## Fix", "## Fix safety"):
         assert heading in result.output
 
 

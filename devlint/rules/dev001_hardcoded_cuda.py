@@ -88,6 +88,25 @@ The autofix does exactly this: a device string becomes `"cuda" if torch.cuda.is_
 variable is in scope, else `.to("cuda" if torch.cuda.is_available() else "cpu")`; `device="cuda"`
 becomes `device=device` when a device variable is in scope. These change where code runs, so they are
 unsafe fixes: apply them with `--fix --unsafe-fixes`.
+
+## Fix safety
+Unsafe: on a machine without CUDA the fixed code runs on the CPU (or mps) instead of stopping, which is
+the point, but it is a change of behaviour. What the fix writes is checked to run where it lands:
+- It names torch only as the file binds it at that place (`torch`, or the alias from `import torch as
+  T`). When the file imports only a part of torch at its top (`import torch.nn as nn`), the fix adds
+  `import torch` (torch is loaded anyway). When torch is imported only under `if TYPE_CHECKING:` or only
+  inside another function, or a parameter or local named `torch` shadows it, there is no fix.
+- It reuses a device variable (`device`, `DEVICE`, `dev`, ..., `self.device`) only when every binding of
+  it in its scope is a device (a device string, `torch.device(...)`, `x.device`, a conditional of those, a
+  function of this file that only returns devices, a `device=None` parameter resolved with `if device is
+  None: device = ...`, a required parameter the function uses as a device) and one of them runs before
+  the fix on every path. A loop variable, a non-device default, a binding in one branch or only later, a
+  global shadowed by a local, or a `self.device` never set are not reused: the inline expression is
+  written instead.
+- Inside an f-string it uses the quote the f-string does not (Python 3.10 and 3.11 cannot nest the same
+  quote); with both taken there is no fix. A conditional expression is parenthesised where it would
+  otherwise bind differently (`args.device or "cuda"`). Only the `cuda` name and the device argument are
+  rewritten, so comments inside the parentheses stay.
 '''
 
     def screen(self, index: AstIndex) -> bool:

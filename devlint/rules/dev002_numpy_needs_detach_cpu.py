@@ -61,8 +61,18 @@ Insert exactly what is missing before `.numpy()`:
 ```python
 preds = model(x).detach().cpu().numpy()
 ```
-The autofix inserts `.detach()`, `.cpu()` or both. It is safe: the values are the same, only copied to
-host memory and cut from the autograd graph.
+The autofix inserts `.detach()`, `.cpu()` or both.
+
+## Fix safety
+Safe: `.detach()` and `.cpu()` return the same values (cut from the autograd graph, copied to host
+memory when on a GPU), so code that worked keeps its results and code that raised now runs. The fix is
+made to work, not to mirror the evidence: it inserts `.detach()` unless the tensor is proven not to
+require grad (made by a torch factory without `requires_grad=True`, detached, computed under
+`torch.no_grad()`), and `.cpu()` unless it is proven to live on the CPU (made without a device, or moved
+there); an output of a model of unknown origin gets both. It is applied only to a value proven to be a
+torch tensor (made by torch, an output of a torch module or a transformers PyTorch model, or moved with
+`.to()`/`.cuda()`); TensorFlow, JAX and NumPy values are never touched, and a finding on a receiver that
+is not proven a torch tensor comes without a fix.
 '''
 
     def screen(self, index: AstIndex) -> bool:

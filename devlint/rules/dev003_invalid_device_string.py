@@ -185,6 +185,17 @@ Write the device the way torch spells it: `"CUDA"` → `"cuda"`, `"cuda: 0"` →
 `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` are unsafe fixes. `"cuda:1,2"` has no automatic fix:
 to use GPUs 1 and 2, set `CUDA_VISIBLE_DEVICES="1,2"` before importing torch and use `"cuda"`, or wrap
 the model in `nn.DataParallel(model, device_ids=[1, 2])`.
+
+## Fix safety
+The spelling fixes (`"CUDA"` → `"cuda"`, `"cuda: 0"` → `"cuda:0"`, `"cuda0"` → `"cuda:0"`) are safe
+where the string certainly reaches torch: `torch.device(...)`, `.to(...)`, the `device=` of a torch API,
+or a variable passed to one of those. Elsewhere (a string in a file without torch, a config entry, a
+`device=` of an unknown callee) the finding has no fix, because another library may spell its devices
+that way (OpenVINO's `"CPU"`, TensorFlow's `"/GPU:0"`). Where the code catches torch's `RuntimeError`
+around the call (`try: torch.device(s) except RuntimeError:`), the string may be invalid on purpose: no
+fix, and no finding for `torch.device(...)` itself. In files that also import TensorFlow, JAX, OpenVINO,
+ONNX Runtime and the like, a string that only may reach a device position is reported only when it is
+shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess the intent: unsafe.
 '''
 
     def screen(self, index: AstIndex) -> bool:

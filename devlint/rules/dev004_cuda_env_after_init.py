@@ -101,6 +101,12 @@ print(torch.cuda.device_count())  # 2
 ```
 The autofix (unsafe) moves a module-level write with a literal value above `import torch`; elsewhere
 there is no automatic fix.
+
+## Fix safety
+Unsafe: moving the write makes it take effect, so the process sees other GPUs than before (which is what
+the code asked for, but not what it did). Only a module-level statement of its own with literal values
+is moved, together with the `import os` it needs when `os` is not imported above `import torch`; the
+moved line keeps its comments and line ending.
 '''
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -262,15 +268,14 @@ there is no automatic fix.
             else:
                 return None
         first, last = node_start(ctx, stmt).row, node_end(ctx, stmt).row
-        lines = split_lines(ctx.module.code)
-        moved = "".join(lines[first - 1: last])
-        if not moved.endswith(("\n", "\r")):
-            moved += nl
+        lines = split_lines(ctx.text if ctx.text is not None else ctx.module.code)
+        original = "".join(lines[first - 1: last])
+        moved = original if original.endswith(("\n", "\r")) else original + nl
         at = node_start(ctx, torch_import).row
         return Fix(
             (
-                Edit(Position(at, 1), Position(at, 1), prelude + moved),
-                Edit(Position(first, 1), Position(last + 1, 1), ""),
+                Edit(Position(at, 1), Position(at, 1), prelude + moved, old=""),
+                Edit(Position(first, 1), Position(last + 1, 1), "", old=original),
             ),
             Applicability.UNSAFE,
             "Move it above `import torch`",
