@@ -34,6 +34,8 @@ import time
 import zipfile
 from collections import Counter
 from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -104,7 +106,7 @@ def fetch(entry: dict, cache: Path) -> Path:
             if hasattr(tarfile, "data_filter"):
                 tf.extractall(src, filter="data")
             else:  # pragma: no cover - old Pythons
-                tf.extractall(src)  # noqa: S202
+                tf.extractall(src)
     (src / ".complete").write_text(artifact.name + "\n")
     return src
 
@@ -126,7 +128,7 @@ class _Timeout(Exception):
     pass
 
 
-def _alarm(signum, frame):  # noqa: ARG001
+def _alarm(signum: int, frame: FrameType | None) -> NoReturn:
     raise _Timeout()
 
 
@@ -263,7 +265,38 @@ def line(label: str, s: dict, seconds: float | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    args = _parse_args(argv)
+    t0 = time.perf_counter()
+    trees = _trees(args)
+    tasks = _tasks(trees)
+    print(f"{len(tasks)} .py files in {len(trees)} trees; --jobs {args.jobs}", flush=True)
+
+    t1 = time.perf_counter()
+    results = _check_all(tasks, args.jobs)
+    check_seconds = time.perf_counter() - t1
+    compile_note = _compile_changed(results, args)
+
+    summaries = _print_packages([label for label, _ in trees], results)
+    total = summarise(results)
+    wall = time.perf_counter() - t0
+    print(line("TOTAL", total, wall) + f" (checking {check_seconds:.1f} s, --jobs {args.jobs})")
+    print(f"python3.10 compile: {compile_note}")
+    slowest = sorted(results, key=lambda r: -r["seconds"])[:3]
+    print("slowest: " + ", ".join(f"{r['path']} {r['seconds']:.1f} s" for r in slowest))
+
+    failed = _print_failures(results)
+    if args.json:
+        for r in results:
+            r.pop("original", None)
+            r.pop("fixed", None)
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"packages": summaries, "total": total, "wall_seconds": round(wall, 1),
+                       "python310": compile_note, "files": sorted(results, key=lambda r: r["path"])}, fh, indent=1)
+    return 1 if failed else 0
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--manifest", default=str(ROOT / "bench" / "corpus.toml"))
     parser.add_argument("--package", action="append", default=[], help="only this manifest package (repeatable)")
     parser.add_argument("--path", action="append", default=[], help="a local tree instead of the manifest")
@@ -272,9 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the full results here")
     parser.add_argument("--python310", help="a Python 3.10 interpreter (default: python3.10 on PATH, pyenv)")
     parser.add_argument("--no-compile", action="store_true", help="skip the python3.10 compile check")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    t0 = time.perf_counter()
+
+def _trees(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """(label, directory) of every tree to check: the --path trees, and the manifest's packages (all of them,
+    or those named by --package), downloaded and extracted as needed."""
     trees: list[tuple[str, Path]] = []
     if args.path:
         trees += [(p, Path(p).resolve()) for p in args.path]
@@ -289,28 +325,39 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             label = f"{entry['name']}=={entry['version']} ({entry['kind']})"
             trees.append((label, fetch(entry, Path(args.cache))))
+    return trees
+
+
+def _tasks(trees: list[tuple[str, Path]]) -> list[tuple[str, str, str]]:
+    """(package label, path, path shown) of every file, the largest first: no straggler at the end."""
     tasks = []
     for label, tree in trees:
         for p in python_files(tree):
             tasks.append((label, str(p), f"{label.split(' ')[0]}/{p.relative_to(tree)}"))
-    tasks.sort(key=lambda t: -os.path.getsize(t[1]))  # the largest first: no straggler at the end
-    print(f"{len(tasks)} .py files in {len(trees)} trees; --jobs {args.jobs}", flush=True)
+    tasks.sort(key=lambda t: -os.path.getsize(t[1]))
+    return tasks
 
-    results: list[dict] = []
-    t1 = time.perf_counter()
-    if args.jobs > 1:
-        import multiprocessing
 
-        with multiprocessing.get_context("fork").Pool(args.jobs, initializer=_init_worker) as pool:
-            for i, r in enumerate(pool.imap_unordered(check_file, tasks, chunksize=4), 1):
-                results.append(r)
-                if i % 2000 == 0:
-                    print(f"  {i}/{len(tasks)} files, {time.perf_counter() - t1:.0f} s", flush=True)
-    else:
+def _check_all(tasks: list[tuple[str, str, str]], jobs: int) -> list[dict[str, Any]]:
+    """:func:`check_file` on every task, in ``jobs`` processes where that is more than one."""
+    if jobs <= 1:
         _init_worker()
-        results = [check_file(t) for t in tasks]
-    check_seconds = time.perf_counter() - t1
+        return [check_file(t) for t in tasks]
+    import multiprocessing
 
+    results: list[dict[str, Any]] = []
+    t1 = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(jobs, initializer=_init_worker) as pool:
+        for i, r in enumerate(pool.imap_unordered(check_file, tasks, chunksize=4), 1):
+            results.append(r)
+            if i % 2000 == 0:
+                print(f"  {i}/{len(tasks)} files, {time.perf_counter() - t1:.0f} s", flush=True)
+    return results
+
+
+def _compile_changed(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """Compile the changed files with python3.10 (unless --no-compile), adding its failures to ``results``;
+    what was done, for the report."""
     changed = [r for r in results if r["changed"]]
     python310 = None if args.no_compile else find_python310(args.python310)
     compile_note = "not run (--no-compile)" if args.no_compile else "not run (no python3.10 found)"
@@ -320,9 +367,12 @@ def main(argv: list[str] | None = None) -> int:
         compile_note = f"{len(changed)} changed files compiled with {python310[0]}"
     elif python310:
         compile_note = f"nothing changed to compile ({python310[0]})"
+    return compile_note
 
-    order = [label for label, _ in trees]
-    by_package: dict[str, list[dict]] = {label: [] for label in order}
+
+def _print_packages(order: list[str], results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Print each package's summary line (in ``order``); the summaries."""
+    by_package: dict[str, list[dict[str, Any]]] = {label: [] for label in order}
     for r in results:
         by_package[r["package"]].append(r)
     summaries = {}
@@ -331,13 +381,11 @@ def main(argv: list[str] | None = None) -> int:
         summaries[label] = summarise(rs)
         secs = sum(r["seconds"] for r in rs)
         print(line(label, summaries[label]) + f"; {secs:.1f} s in the oracle (CPU)")
-    total = summarise(results)
-    wall = time.perf_counter() - t0
-    print(line("TOTAL", total, wall) + f" (checking {check_seconds:.1f} s, --jobs {args.jobs})")
-    print(f"python3.10 compile: {compile_note}")
-    slowest = sorted(results, key=lambda r: -r["seconds"])[:3]
-    print("slowest: " + ", ".join(f"{r['path']} {r['seconds']:.1f} s" for r in slowest))
+    return summaries
 
+
+def _print_failures(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Print every failure, by path; the results that have one."""
     failed = [r for r in results if r["failures"] or r["oracle_errors"]]
     failed.sort(key=lambda r: r["path"])
     if failed:
@@ -346,15 +394,7 @@ def main(argv: list[str] | None = None) -> int:
             for f in r["failures"] + r["oracle_errors"]:
                 where = oracle.line_of(f)
                 print(f"  {r['path']}{':' + str(where) if where else ''}: {f}")
-    if args.json:
-        for r in results:
-            r.pop("original", None)
-            r.pop("fixed", None)
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"packages": summaries, "total": total, "wall_seconds": round(wall, 1),
-                       "python310": compile_note, "files": sorted(results, key=lambda r: r["path"])}, fh, indent=1)
-    return 1 if failed else 0
-
+    return failed
 
 if __name__ == "__main__":
     sys.exit(main())

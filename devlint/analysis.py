@@ -4,11 +4,12 @@ a device, and which device variable is in scope. Rules ask; nothing here reports
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-import re
 from dataclasses import dataclass
 
 
+from devlint import devices
 from devlint.context import Context, children, dotted_name
+from devlint.devices import UseKind
 from devlint.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -16,30 +17,9 @@ if TYPE_CHECKING:
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
-# Calls that answer "is there an accelerator?" (any of them in a condition makes it a guard).
-AVAILABILITY_CALLS = frozenset({
-    "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized",
-    "torch.backends.mps.is_available", "torch.backends.mps.is_built", "torch.backends.cudnn.is_available",
-    "torch.accelerator.is_available", "torch.accelerator.device_count", "torch.xpu.is_available",
-    "torch.mps.device_count",
-})
-# Calls that initialise CUDA in the process (CUDA_VISIBLE_DEVICES is read at that point).
-CUDA_INIT_CALLS = frozenset({
-    "torch.cuda.device_count", "torch.cuda.is_available", "torch.cuda.init", "torch.cuda.set_device",
-    "torch.cuda.current_device", "torch.cuda.get_device_name", "torch.cuda.get_device_properties",
-    "torch.cuda.get_device_capability", "torch.cuda.mem_get_info", "torch.cuda.synchronize",
-    "torch.cuda.empty_cache", "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated",
-    "torch.cuda.memory_reserved", "torch.cuda.current_stream", "torch.cuda.Stream", "torch.cuda.Event",
-    "torch.cuda.device", "torch.cuda.FloatTensor", "torch.cuda.LongTensor",
-})
-# Packages whose device= keyword means a torch device; any other imported callee's device= is its own.
-TORCH_ECOSYSTEM = frozenset({
-    "torch", "torchvision", "torchaudio", "torchtext", "transformers", "sentence_transformers",
-    "diffusers", "timm", "accelerate", "peft", "torchmetrics", "lightning", "pytorch_lightning",
-})
-_GUARDISH = re.compile(r"cuda|gpu|accelerat", re.IGNORECASE)
-_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|default_device)$", re.IGNORECASE)
-_EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "pytest.exit", "unittest.SkipTest"})
+# The device model (devices.py) is the one source of what these analyses look for.
+AVAILABILITY_CALLS = devices.AVAILABILITY_CALLS
+CUDA_INIT_CALLS = devices.CUDA_INIT_CALLS
 
 
 def string_value(node: cst.CSTNode) -> str | None:
@@ -56,8 +36,7 @@ def string_value(node: cst.CSTNode) -> str | None:
     return None
 
 
-def is_device_var_name(name: str) -> bool:
-    return bool(_DEVICE_NAME.match(name.split(".")[-1]))
+is_device_var_name = devices.is_device_name
 
 
 def _walk_expr(node: cst.CSTNode):
@@ -100,21 +79,21 @@ class Guards:
         for sub in _walk_expr(expr):
             if isinstance(sub, cst.Call):
                 name = ctx.qualname(sub.func) or dotted_name(sub.func) or ""
-                if name in AVAILABILITY_CALLS or _GUARDISH.search(name.split(".")[-1]):
+                if name in devices.AVAILABILITY_CALLS or devices.is_guard_text(name.split(".")[-1]):
                     return True
             elif isinstance(sub, (cst.Name, cst.Attribute)):
                 name = dotted_name(sub)
-                if name and (name in self.guard_names or _GUARDISH.search(name)):
+                if name and (name in self.guard_names or devices.is_guard_text(name)):
                     return True
             elif isinstance(sub, (cst.SimpleString, cst.ConcatenatedString)):
                 # a condition that mentions a device: device.type == "cuda", provider in ("CUDAExecutionProvider",)
                 value = string_value(sub)
-                if value is not None and (_GUARDISH.search(value) or re.match(r"(mps|cpu|xpu)\b", value, re.IGNORECASE)):
+                if value is not None and (devices.is_guard_text(value) or devices.DEVICE_TEST_STRING.match(value)):
                     return True
         return False
 
     def _decorated_guard(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
-        if isinstance(node, cst.FunctionDef) and _GUARDISH.search(node.name.value):
+        if isinstance(node, cst.FunctionDef) and devices.is_guard_text(node.name.value):
             return True
         return any(self.is_test(d.decorator) for d in node.decorators)
 
@@ -129,7 +108,7 @@ class Guards:
                 return True
             if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
                 name = self.ctx.qualname(s.value.func) or dotted_name(s.value.func)
-                if name in _EXIT_CALLS:
+                if name in devices.EXIT_CALLS:
                     return True
         return False
 
@@ -156,8 +135,6 @@ class Guards:
         for anc in ctx.ancestors(node):
             if isinstance(anc, (cst.If, cst.While)) and child is not anc.test and self.is_test(anc.test):
                 return True
-            if isinstance(anc, cst.Else) or isinstance(anc, cst.If):
-                pass
             if isinstance(anc, cst.IfExp) and child is not anc.test and self.is_test(anc.test):
                 return True
             if isinstance(anc, cst.BooleanOperation) and child is anc.right and self.is_test(anc.left):
@@ -166,7 +143,7 @@ class Guards:
                 return True
             if isinstance(anc, cst.Try) and child is anc.body and any(
                 h.type is None or (dotted_name(h.type) or "").split(".")[-1]
-                in ("Exception", "BaseException", "RuntimeError", "AssertionError", "AttributeError")
+                in devices.GUARD_EXCEPTIONS
                 or isinstance(h.type, cst.Tuple)
                 for h in anc.handlers
             ):
@@ -183,7 +160,7 @@ class Guards:
 class DeviceUse:
     """How an expression is used as a device."""
 
-    kind: str  # "torch.device", "keyword", "to", "assign", "dict", "default", "argparse"
+    kind: UseKind
     expr: cst.BaseExpression  # the outermost expression in the device position
     target: str | None = None  # the variable assigned, for kind "assign"
 
@@ -194,7 +171,7 @@ class DeviceUses:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         # every argument in a device position: .to(dev), device=dev, torch.device(dev), map_location=
-        self._device_arg_nodes: set[cst.Arg] = set()
+        self._device_arg_nodes: dict[cst.Arg, UseKind] = {}
         # (enclosing function or None, name) for names passed where a device goes
         self.device_names: set[tuple[cst.FunctionDef | None, str]] = set()
         self._anywhere: set[str] = set()
@@ -202,8 +179,8 @@ class DeviceUses:
         self.torch_device_names: set[tuple[cst.FunctionDef | None, str]] = set()
         local_calls: list[tuple[cst.Arg, cst.FunctionDef]] = []
         for call in ctx.nodes(cst.Call):
-            for arg in self._device_args(call):
-                self._device_arg_nodes.add(arg)
+            for arg, kind in self._device_args(call):
+                self._device_arg_nodes[arg] = kind
                 local = self._local_function(call)
                 if local is not None:
                     local_calls.append((arg, local))
@@ -212,8 +189,8 @@ class DeviceUses:
             param = next((p for p in (*func.params.params, *func.params.kwonly_params)
                           if arg.keyword is not None and p.name.value == arg.keyword.value), None)
             if param is not None and not parameter_used_as_device(ctx, param, self):
-                self._device_arg_nodes.discard(arg)
-        for arg in self._device_arg_nodes:
+                del self._device_arg_nodes[arg]
+        for arg in list(self._device_arg_nodes):
             call = ctx.parent(arg)
             name = dotted_name(arg.value)
             if name and isinstance(call, cst.Call):
@@ -237,9 +214,8 @@ class DeviceUses:
         if not isinstance(call, cst.Call):
             return False
         qn = self.ctx.qualname(call.func)
-        if qn is None:
-            return isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"
-        return qn.split(".")[0] in TORCH_ECOSYSTEM
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        return devices.reaches_torch(qn, method)
 
     def reaches_torch_as(self, name: str, where: cst.CSTNode) -> bool:
         """Is ``name``, bound at ``where``, handed to torch as a device in the same function (or, for a
@@ -261,30 +237,16 @@ class DeviceUses:
         """Is ``arg`` in a device position (``.to(arg)``, ``device=arg``, ``torch.device(arg)``, ...)?"""
         return arg in self._device_arg_nodes
 
-    def _keyword_callee_is_torch(self, call: cst.Call) -> bool:
+    def _device_args(self, call: cst.Call) -> list[tuple[cst.Arg, UseKind]]:
         qn = self.ctx.qualname(call.func)
-        if qn is None:
-            return True  # a method, or a function of this file: may well forward to torch
-        return qn.split(".")[0] in TORCH_ECOSYSTEM
-
-    def _device_args(self, call: cst.Call) -> list[cst.Arg]:
-        ctx = self.ctx
-        out: list[cst.Arg] = []
-        qn = ctx.qualname(call.func)
-        if qn == "torch.device":
-            first = call.args[0] if call.args else None
-            if first is not None and (first.keyword is None or first.keyword.value == "type"):
-                out.append(first)
-            return out
-        is_to = isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and qn is None
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) and qn is None else None
+        out = []
         for i, arg in enumerate(call.args):
-            if arg.keyword is not None:
-                if arg.keyword.value == "device" and (is_to or self._keyword_callee_is_torch(call)):
-                    out.append(arg)
-                elif arg.keyword.value == "map_location" and qn == "torch.load":
-                    out.append(arg)
-            elif is_to and i == 0 and arg.star == "":
-                out.append(arg)
+            index = i if arg.keyword is None and arg.star == "" else None
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            kind = devices.call_position(qn, method, index, keyword)
+            if kind is not None:
+                out.append((arg, kind))
         return out
 
     def use_of(self, node: cst.BaseExpression) -> DeviceUse | None:
@@ -294,38 +256,38 @@ class DeviceUses:
         # climb through conditional expressions: "cuda" if ok else "cpu" is used where the IfExp is
         while isinstance(parent, (cst.IfExp, cst.BooleanOperation)) and getattr(parent, "test", None) is not expr:
             expr, parent = parent, ctx.parent(parent)
+        assert isinstance(expr, cst.BaseExpression)
         if isinstance(parent, cst.Arg):
-            call = ctx.parent(parent)
-            if isinstance(call, cst.Call) and self.is_device_arg(parent):
-                qn = ctx.qualname(call.func)
-                kind = "torch.device" if qn == "torch.device" else "keyword" if parent.keyword else "to"
-                if kind == "torch.device" and _only_inspected(ctx, call):
-                    return None  # torch.device("cuda") in devices / == x.device / .type: compared, never used
-                if kind == "keyword" and isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
-                    kind = "to"
-                return DeviceUse(kind, expr)  # type: ignore[arg-type]
-            if isinstance(call, cst.Call) and parent.keyword and parent.keyword.value == "default":
-                func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value == "add_argument" and any(
-                    "device" in (string_value(a.value) or "") for a in call.args if a.keyword is None
-                ):
-                    return DeviceUse("argparse", expr)  # type: ignore[arg-type]
-            return None
+            return self._argument_use(parent, expr)
         if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
             for target in targets:
                 name = dotted_name(target)
-                used = bool(name) and self.used_as_device(name, parent)  # type: ignore[arg-type]
-                if name and (used or is_device_var_name(name)):
-                    return DeviceUse("assign", expr, name)  # type: ignore[arg-type]
+                if name and (self.used_as_device(name, parent) or devices.is_device_name(name)):
+                    return DeviceUse(UseKind.ASSIGN, expr, name)
             return None
         if isinstance(parent, cst.DictElement) and parent.value is expr:
             key = string_value(parent.key)
-            if key is not None and is_device_var_name(key):
-                return DeviceUse("dict", expr)  # type: ignore[arg-type]
+            if key is not None and devices.is_device_name(key):
+                return DeviceUse(UseKind.DICT, expr)
             return None
-        if isinstance(parent, cst.Param) and parent.default is expr and is_device_var_name(parent.name.value):
-            return DeviceUse("default", expr)  # type: ignore[arg-type]
+        if isinstance(parent, cst.Param) and parent.default is expr and devices.is_device_name(parent.name.value):
+            return DeviceUse(UseKind.DEFAULT, expr)
+        return None
+
+    def _argument_use(self, arg: cst.Arg, expr: cst.BaseExpression) -> DeviceUse | None:
+        call = self.ctx.parent(arg)
+        if not isinstance(call, cst.Call):
+            return None
+        kind = self._device_arg_nodes.get(arg)
+        if kind is not None:
+            if kind is UseKind.TORCH_DEVICE and _only_inspected(self.ctx, call):
+                return None  # torch.device("cuda") in devices / == x.device / .type: compared, never used
+            return DeviceUse(kind, expr)
+        func = call.func
+        if arg.keyword is not None and arg.keyword.value == devices.ARGPARSE_KEYWORD and isinstance(func, cst.Attribute) \
+                and devices.is_argparse_device(func.attr.value, [string_value(a.value) for a in call.args if a.keyword is None]):
+            return DeviceUse(UseKind.ARGPARSE, expr)
         return None
 
 

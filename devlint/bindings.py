@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from devlint.context import Context, dotted_name
-from devlint.devicestr import InvalidDeviceString, parse_device
+from devlint.devices import CANONICAL_DEVICE_VARS, DEVICE_CONSTRUCTOR, InvalidDeviceString, parse_device
 from devlint.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -27,10 +27,8 @@ if TYPE_CHECKING:
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
-# Names a fix may use for "the device this program runs on" (not cpu_device, cuda_device, ...).
-CANONICAL_DEVICE_VARS = ("device", "DEVICE", "dev", "torch_device", "default_device", "DEFAULT_DEVICE")
 # torch functions that return a torch.device
-_DEVICE_FUNCS = frozenset({"torch.device", "torch.get_default_device"})
+_DEVICE_FUNCS = frozenset({DEVICE_CONSTRUCTOR, "torch.get_default_device"})
 
 
 def _scope_types() -> tuple[type, ...]:
@@ -366,7 +364,7 @@ def _device_binding(ctx: Context, b: Binding, name: str) -> bool:
         if b.node.default is None:
             # a required parameter: a device when annotated so, or used as one by its function
             annotation = b.node.annotation.annotation if b.node.annotation is not None else None
-            if annotation is not None and ctx.qualname(annotation) == "torch.device":
+            if annotation is not None and ctx.qualname(annotation) == DEVICE_CONSTRUCTOR:
                 return True
             from devlint.analysis import device_uses
 

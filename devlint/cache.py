@@ -13,20 +13,21 @@ import json
 import os
 import tempfile
 import time
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from devlint import __version__
-from devlint.rules.base import Applicability, Edit, Finding, Fix, Position
+from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, Position
 
 
 def _pos(p: Position) -> list[int]:
     return [p.row, p.column]
 
 
-def dump(findings: list[Finding]) -> list[dict]:
+def dump(findings: list[Finding]) -> list[dict[str, object]]:
     return [{
         "code": f.code, "message": f.message, "start": _pos(f.start), "end": _pos(f.end), "name": f.name,
-        "evidence": f.evidence,
+        "evidence": f.evidence.to_json() if f.evidence is not None else None,
         "fix": None if f.fix is None else {
             "applicability": f.fix.applicability.value, "message": f.fix.message,
             "edits": [[_pos(e.start), _pos(e.end), e.content, e.old, e.before] for e in f.fix.edits],
@@ -34,7 +35,9 @@ def dump(findings: list[Finding]) -> list[dict]:
     } for f in findings]
 
 
-def load(items: list[dict], path: str) -> list[Finding]:
+def load(items: list[dict[str, Any]], path: str) -> list[Finding]:
+    """The findings of :func:`dump`'s ``items`` as ``json.load`` returned them, unchecked: an entry that does
+    not fit raises KeyError, TypeError or ValueError (:meth:`Cache.get` takes it for a miss)."""
     out = []
     for d in items:
         fix = None
@@ -42,8 +45,18 @@ def load(items: list[dict], path: str) -> list[Finding]:
             fix = Fix(tuple(Edit(Position(*s), Position(*e), c, o, b) for s, e, c, o, b in d["fix"]["edits"]),
                       Applicability(d["fix"]["applicability"]), d["fix"]["message"])
         out.append(Finding(d["code"], d["message"], Position(*d["start"]), Position(*d["end"]), fix, path,
-                           d["name"], d["evidence"]))
+                           d["name"], _evidence(d["code"], d["evidence"])))
     return out
+
+
+def _evidence(code: str, data: dict[str, Any] | None) -> Evidence | None:
+    """A finding's evidence, rebuilt as its rule's kind (devlint.rules registry)."""
+    if data is None:
+        return None
+    from devlint.rules import all_rules
+
+    rule = all_rules().get(code)
+    return rule.evidence_type(**data) if rule is not None else None
 
 
 _CODE_DIGEST: str | None = None
@@ -107,11 +120,11 @@ class Cache:
 
     def __init__(self, directory: str) -> None:
         self.file = os.path.join(directory, f"{__version__}-{code_digest()}.json")
-        self.entries: dict[str, list] = self._read()
+        self.entries: dict[str, object] = self._read()  # key -> [day last used, dumped findings]
         self.dirty = False
         self.today = int(time.time() // 86400)
 
-    def _read(self) -> dict[str, list]:
+    def _read(self) -> dict[str, object]:
         try:
             with open(self.file, encoding="utf-8") as fh:
                 data = json.load(fh)

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 import click
 
 from devlint import __version__, report
-from devlint.config import ConfigError, expand_codes, resolve
+from devlint.config import Config, ConfigError, expand_codes, resolve
+from devlint.diagnostics import Finding
 from devlint.rules import all_rules
-from devlint.runner import Options, run
+from devlint.runner import Options, RunResult, run
 
 
 class _DefaultGroup(click.Group):
     """``devlint src/`` runs ``devlint check src/``: a first argument that is no subcommand is a path."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -54,65 +56,84 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--config", "config_file", type=click.Path(), help="Use this pyproject.toml / TOML file.")
 @click.option("--jobs", "-j", type=click.IntRange(1), default=None, help="Worker processes (default: the core count).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache.")
-@click.option("--cache-dir", type=click.Path(file_okay=False), help="Where the cache lives (default: .devlint_cache beside the config).")
-@click.option("--no-prefilter", is_flag=True, help="Parse every file, also those with none of the rules' trigger tokens.")
+@click.option("--cache-dir", type=click.Path(file_okay=False),
+              help="Where the cache lives (default: .devlint_cache beside the config).")
+@click.option("--no-prefilter", is_flag=True,
+              help="Parse every file, also those with none of the rules' trigger tokens.")
 def check(paths: tuple[str, ...], fix: bool, unsafe_fixes: bool, diff: bool, select: tuple[str, ...],
           extend_select: tuple[str, ...], ignore: tuple[str, ...], exit_zero: bool, statistics: bool,
           output_format: str, quiet: bool, config_file: str | None, jobs: int | None, no_cache: bool,
           cache_dir: str | None, no_prefilter: bool) -> None:
     """Lint PATHS (default: the current directory)."""
+    config, codes = _check_config(config_file, paths, select, extend_select, ignore)
     try:
-        config = resolve(config_file, list(paths))
-        codes = _resolve_codes(config, select, extend_select, ignore)
-        for path in paths:
-            if path == "-":
-                raise ConfigError("reading from standard input is not supported; name a file")
-    except ConfigError as exc:
-        click.echo(f"devlint: error: {exc}", err=True)
-        sys.exit(2)
-
-    try:
-        cache = None if no_cache else (cache_dir or os.environ.get("DEVLINT_CACHE_DIR")
-                                       or os.path.join(str(config.root), ".devlint_cache"))
         options = Options(select=codes, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, prefilter=not no_prefilter,
-                          cache_dir=cache, jobs=jobs or os.cpu_count() or 1)
+                          cache_dir=_cache_dir(config, no_cache, cache_dir), jobs=jobs or os.cpu_count() or 1)
         result = run(list(paths), config, options)
-    except Exception as exc:  # an internal error: say so, exit 2
+    except Exception as exc:  # noqa: BLE001 - an internal error: say so, exit 2
         click.echo(f"devlint: internal error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(2)
 
-    findings = sorted(result.findings, key=lambda f: f.sort_key)
     for crash in result.crashes:
         click.echo(f"devlint: error: {crash}", err=True)
-
     if diff:
-        out = "".join(r.diff for r in result.files)
-        click.echo(out, nl=False)
-        if not quiet:
-            n = len(result.fixed)
-            click.echo(f"Would fix {n} error{'s' if n != 1 else ''}." if n else "No errors would be fixed.", err=True)
-        sys.exit(2 if result.crashes else (1 if result.fixed and not exit_zero else 0))
+        _exit_diff(result, quiet, exit_zero)
 
+    findings = sorted(result.findings, key=lambda f: f.sort_key)
     if statistics:
         click.echo(report.statistics(findings, unsafe_fixes), nl=False)
     else:
         click.echo(report.render(output_format, findings), nl=False)
-    if output_format == "text" and not quiet and not statistics:
-        click.echo(_summary(findings, result.fixed, fix, unsafe_fixes), nl=False)
+        if output_format == "text" and not quiet:
+            click.echo(_summary(findings, result.fixed, fix, unsafe_fixes), nl=False)
     if result.crashes:
         sys.exit(2)
     sys.exit(1 if findings and not exit_zero else 0)
 
 
-def _summary(findings, fixed, fix: bool, unsafe: bool) -> str:  # type: ignore[no-untyped-def]
+def _check_config(config_file: str | None, paths: tuple[str, ...], select: tuple[str, ...],
+                  extend_select: tuple[str, ...], ignore: tuple[str, ...]) -> tuple[Config, set[str]]:
+    """The configuration and the enabled codes of ``devlint check``; a usage error exits 2."""
+    try:
+        config = resolve(config_file, list(paths))
+        codes = _resolve_codes(config, select, extend_select, ignore)
+        if "-" in paths:
+            raise ConfigError("reading from standard input is not supported; name a file")
+    except ConfigError as exc:
+        click.echo(f"devlint: error: {exc}", err=True)
+        sys.exit(2)
+    return config, codes
+
+
+def _cache_dir(config: Config, no_cache: bool, cache_dir: str | None) -> str | None:
+    """The results-cache directory: --cache-dir, $DEVLINT_CACHE_DIR, or .devlint_cache beside the config."""
+    if no_cache:
+        return None
+    return cache_dir or os.environ.get("DEVLINT_CACHE_DIR") or os.path.join(str(config.root), ".devlint_cache")
+
+
+def _exit_diff(result: RunResult, quiet: bool, exit_zero: bool) -> NoReturn:
+    """``--diff``: print the fixes as a unified diff (and, unless quiet, a count on stderr), then exit."""
+    click.echo("".join(r.diff for r in result.files), nl=False)
+    if not quiet:
+        n = len(result.fixed)
+        click.echo(f"Would fix {_errors(n)}." if n else "No errors would be fixed.", err=True)
+    sys.exit(2 if result.crashes else (1 if result.fixed and not exit_zero else 0))
+
+
+def _errors(n: int) -> str:
+    return f"{n} error{'s' if n != 1 else ''}"
+
+
+def _summary(findings: list[Finding], fixed: list[Finding], fix: bool, unsafe: bool) -> str:
     lines = []
     n, m = len(findings), len(fixed)
     if n == 0 and m == 0:
         return "All checks passed!\n"
     if fix and m:
-        lines.append(f"Found {n + m} error{'s' if n + m != 1 else ''} ({m} fixed, {n} remaining).")
+        lines.append(f"Found {_errors(n + m)} ({m} fixed, {n} remaining).")
     elif n:
-        lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
+        lines.append(f"Found {_errors(n)}.")
     safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability.value == "safe")
     hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability.value == "unsafe")
     if unsafe:
@@ -126,19 +147,22 @@ def _summary(findings, fixed, fix: bool, unsafe: bool) -> str:  # type: ignore[n
     return "".join(line + "\n" for line in lines)
 
 
-def _resolve_codes(config, select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...]) -> set[str]:  # type: ignore[no-untyped-def]
+def _resolve_codes(config: Config, select: tuple[str, ...], extend_select: tuple[str, ...],
+                   ignore: tuple[str, ...]) -> set[str]:
     if select:
         codes = expand_codes(_split(select), "--select")
     else:
         codes = expand_codes(config.select, "select") if config.select is not None else set(all_rules())
         codes -= expand_codes(config.ignore, "ignore")
-    codes |= expand_codes(config.extend_select, "extend-select") | expand_codes(_split(extend_select), "--extend-select")
+    codes |= expand_codes(config.extend_select, "extend-select")
+    codes |= expand_codes(_split(extend_select), "--extend-select")
     return codes - expand_codes(_split(ignore), "--ignore")
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--rules", "rules_mode", is_flag=True, help="Run every rule's own evidence probes: a rule x target matrix.")
+@click.option("--rules", "rules_mode", is_flag=True,
+              help="Run every rule's own evidence probes: a rule x target matrix.")
 @click.option("--run", "script", type=click.Path(dir_okay=False),
               help="Run this script (a copy, in a scratch directory) before and after --fix --unsafe-fixes.")
 @click.option("--timeout", default=60, show_default=True, type=click.IntRange(1), help="Seconds per probe or run.")
@@ -212,7 +236,7 @@ def rule_cmd(code: str) -> None:
 def rules_cmd() -> None:
     """List the rules: code, name, fix availability, summary."""
     for code, cls in all_rules().items():
-        click.echo(f"{code}  {cls.name:<24} fix: {cls.fix_availability:<9} {cls.summary}")
+        click.echo(f"{code}  {cls.name:<24} fix: {cls.fix_availability.value:<9} {cls.summary}")
 
 
 if __name__ == "__main__":  # pragma: no cover

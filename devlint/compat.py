@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from devlint.lazy import LazyModule
@@ -62,7 +63,7 @@ def _fstring_error(module: cst.Module) -> str | None:
     return None
 
 
-def _check_parts(module: cst.Module, parts: tuple | list, quote: str) -> str | None:  # type: ignore[type-arg]
+def _check_parts(module: cst.Module, parts: Sequence[cst.BaseFormattedStringContent], quote: str) -> str | None:
     for part in parts:
         if not isinstance(part, cst.FormattedStringExpression):
             continue

@@ -14,8 +14,6 @@ else:  # pragma: no cover - Python 3.10
 
 from devlint.rules import all_rules
 
-NON_RULE_CODES = ("E902", "E999")  # I/O and syntax errors: always reported
-
 
 class ConfigError(Exception):
     """Bad configuration or usage; the message names the key or option (exit 2)."""

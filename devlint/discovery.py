@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pathspec
 
@@ -13,11 +13,11 @@ from devlint.config import Config
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
-def _spec(patterns: list[str]) -> pathspec.PathSpec:
+def _spec(patterns: list[str]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-def _load_gitignore(directory: str) -> pathspec.PathSpec | None:
+def _load_gitignore(directory: str) -> pathspec.GitIgnoreSpec | None:
     try:
         with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
             return _spec(fh.read().splitlines())
@@ -33,12 +33,12 @@ class _Ignores:
         self.exclude = _spec(config.exclude + config.extend_exclude)
         self.root = str(config.root)
         self.gitignore = config.respect_gitignore
-        self._specs: dict[str, list[tuple[str, pathspec.PathSpec]]] = {}
+        self._specs: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {}
 
-    def _ancestor_specs(self, directory: str) -> list[tuple[str, pathspec.PathSpec]]:
+    def _ancestor_specs(self, directory: str) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
         """(base directory, spec) for .gitignore files in ``directory`` and above it, up to the repo root."""
         if directory not in self._specs:
-            specs: list[tuple[str, pathspec.PathSpec]] = []
+            specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
             spec = _load_gitignore(directory)
             if spec is not None:
                 specs.append((directory, spec))
@@ -65,8 +65,8 @@ class _Ignores:
         return False
 
 
-def iter_files(paths: list[str], config: Config) -> Iterator[tuple[str, bool]]:
-    """(path, named explicitly) for every file to lint, each once, in a stable order."""
+def iter_files(paths: list[str], config: Config) -> Iterator[str]:
+    """Every file to lint, each once, in a stable order."""
     ignores = _Ignores(config)
     seen: set[str] = set()
     for raw in paths or ["."]:
@@ -74,7 +74,7 @@ def iter_files(paths: list[str], config: Config) -> Iterator[tuple[str, bool]]:
             key = os.path.abspath(raw)
             if key not in seen:
                 seen.add(key)
-                yield raw, True  # named on the command line: always linted (or reported unreadable)
+                yield raw  # named on the command line: always linted (or reported unreadable)
             continue
         for dirpath, dirnames, filenames in os.walk(raw, followlinks=False):
             directory = os.path.abspath(dirpath)
@@ -87,7 +87,7 @@ def iter_files(paths: list[str], config: Config) -> Iterator[tuple[str, bool]]:
                 key = os.path.join(directory, name)
                 if key not in seen:
                     seen.add(key)
-                    yield file, False
+                    yield file
 
 
 def per_file_ignored(path: str, config: Config) -> list[str]:

@@ -13,7 +13,8 @@ from devlint import compat
 from devlint.context import Context
 from devlint.lazy import LazyModule
 from devlint.noqa import is_suppressed, noqa_lines
-from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Rule
+from devlint.diagnostics import INTERNAL_ERROR, SYNTAX_ERROR, Applicability, Edit, Finding, Fix, Position
+from devlint.rules.base import Rule
 from devlint.source import split_lines
 
 if TYPE_CHECKING:
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
-SYNTAX_ERROR = "E999"
-IO_ERROR = "E902"
-INTERNAL_ERROR = "E001"  # a rule crashed, or the file could not be analysed
 
 T = TypeVar("T")
 
@@ -39,8 +37,7 @@ def _syntax_finding(path: str, exc: Exception) -> Finding:
     col = getattr(exc, "raw_column", None)
     col = (col + 1) if isinstance(col, int) else (getattr(exc, "offset", None) or 1)
     message = getattr(exc, "message", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    pos = Position(int(line), int(col))
-    return Finding(SYNTAX_ERROR, f"SyntaxError: {message}", pos, pos, path=path, name="syntax-error")
+    return SYNTAX_ERROR.at(path, f"SyntaxError: {message}", int(line), int(col))
 
 
 def _crash(path: str, rule: Rule, exc: BaseException) -> str:
@@ -129,10 +126,8 @@ def lint_text(text: str, path: str, rules: Iterable[Rule], noqa: bool = True) ->
                 if not is_suppressed(suppress, f.code, (f.start.row, f.end.row))
             ]
     # an internal error is a diagnostic of its own, in every output format (and never suppressed)
-    pos = Position(1, 1)
     result.findings.extend(
-        Finding(INTERNAL_ERROR, crash.split(": ", 1)[1] + " (an internal error; please report it)", pos, pos,
-                path=path, name="internal-error")
+        INTERNAL_ERROR.at(path, crash.split(": ", 1)[1] + " (an internal error; please report it)")
         for crash in result.crashes
     )
     result.findings.sort(key=lambda f: (f.start, f.code))

@@ -22,8 +22,16 @@ from __future__ import annotations
 
 import difflib
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst.metadata import Access, BaseAssignment, GlobalScope, Scope
+    from libcst.metadata.scope_provider import LocalScope
+
+    from devlint.rules.base import Rule
 
 CRASH = "crash"
 GRAMMAR = "grammar"
@@ -70,7 +78,7 @@ def line_of(entry: str) -> int | None:
     return None
 
 
-def default_rules() -> list:
+def default_rules() -> list[Rule]:
     from devlint.rules import all_rules, select_rules
 
     return select_rules(set(all_rules()))
@@ -82,7 +90,7 @@ def _where(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{last}"
 
 
-def run(text: str, path: str = "<string>", rules: list | None = None) -> OracleResult:
+def run(text: str, path: str = "<string>", rules: list[Rule] | None = None) -> OracleResult:
     """Fix ``text`` with every rule (unsafe fixes included) and check the outcome."""
     from devlint.engine import fix_text, wanted
 
@@ -100,10 +108,10 @@ def run(text: str, path: str = "<string>", rules: list | None = None) -> OracleR
     for crash in fixed.remaining.crashes:
         result.failures.append(failure(CRASH, None, crash))
     for finding in fixed.remaining.findings:
-        if wanted(finding.fix, True):
+        if finding.fix is not None and wanted(finding.fix, True):
             result.failures.append(failure(
                 OFFERED, finding.start.row,
-                f"{finding.code} fix offered but not applied ({finding.fix.message or finding.message})"))  # type: ignore[union-attr]
+                f"{finding.code} fix offered but not applied ({finding.fix.message or finding.message})"))
     if result.changed or result.fixes:
         failures, errors = check(text, fixed.text, path, rules)
         result.failures += failures
@@ -111,13 +119,13 @@ def run(text: str, path: str = "<string>", rules: list | None = None) -> OracleR
     return result
 
 
-def check(original: str, fixed: str, path: str = "<string>", rules: list | None = None,
+def check(original: str, fixed: str, path: str = "<string>", rules: list[Rule] | None = None,
           idempotence: bool = True) -> tuple[list[str], list[str]]:
     """Check a fixer's output ``fixed`` against the ``original`` text: 3.10 grammar, bound names and (with
     ``idempotence``) that fixing it again changes nothing. Returns (failures, oracle errors)."""
     failures: list[str] = []
     errors: list[str] = []
-    steps = [("grammar", lambda: _check_grammar(original, fixed))]
+    steps: list[tuple[str, Callable[[], list[str]]]] = [("grammar", lambda: _check_grammar(original, fixed))]
     if fixed != original:
         steps.append(("names", lambda: check_names(original, fixed)))
     if idempotence:
@@ -151,7 +159,7 @@ def _check_grammar(original: str, fixed: str) -> list[str]:
     return []
 
 
-def _check_idempotent(fixed: str, path: str, rules: list | None) -> list[str]:
+def _check_idempotent(fixed: str, path: str, rules: list[Rule] | None) -> list[str]:
     from devlint.engine import fix_text
 
     rules = default_rules() if rules is None else rules
@@ -170,13 +178,17 @@ def _check_idempotent(fixed: str, path: str, rules: list | None) -> list[str]:
 
 def _first_changed_line(a: str, b: str) -> int | None:
     old, new = a.splitlines(), b.splitlines()
-    for i, (x, y) in enumerate(zip(old, new), 1):
+    for i, (x, y) in enumerate(zip(old, new, strict=False), 1):
         if x != y:
             return i
     return min(len(old), len(new)) + 1 if len(old) != len(new) else None
 
 
 # --- names -----------------------------------------------------------------------------------------
+_ScopeKey = tuple[tuple[str, int], ...]  # (label, ordinal among the siblings with that label), module down
+_Start = Callable[["cst.CSTNode"], tuple[int, int]]  # a node's (line, column)
+
+
 @dataclass
 class _Use:
     name: str
@@ -185,7 +197,7 @@ class _Use:
     problem: tuple[str, str] | None  # (kind, message); None: fine
 
 
-def torch_names(module: Any) -> set[str]:
+def torch_names(module: cst.CSTNode) -> set[str]:
     """The names an ``import torch`` / ``import torch.x`` / ``import torch as T`` binds, anywhere."""
     import libcst as cst
 
@@ -206,7 +218,7 @@ def torch_names(module: Any) -> set[str]:
     return names
 
 
-def _dotted(node: Any) -> str:
+def _dotted(node: cst.CSTNode) -> str:
     import libcst as cst
 
     if isinstance(node, cst.Name):
@@ -216,7 +228,7 @@ def _dotted(node: Any) -> str:
     return ""
 
 
-def _scope_label(scope: Any) -> str:
+def _scope_label(scope: Scope) -> str:
     from libcst.metadata import GlobalScope
 
     if isinstance(scope, GlobalScope):
@@ -226,75 +238,87 @@ def _scope_label(scope: Any) -> str:
     return f"{type(scope).__name__}:{type(node).__name__}:{name or ''}"
 
 
-def _uses(text: str, extra_torch: Iterable[str] = ()) -> tuple[dict[tuple, list[_Use]], set[str]]:
+def _uses(text: str, extra_torch: Iterable[str] = ()) -> tuple[dict[tuple[_ScopeKey, str], list[_Use]], set[str]]:
     """Every name access, keyed by (scope key, name), with what is wrong with it (if anything)."""
     import libcst as cst
-    from libcst.metadata import (
-        ComprehensionScope,
-        FunctionScope,
-        GlobalScope,
-        ImportAssignment,
-        MetadataWrapper,
-        PositionProvider,
-        ScopeProvider,
-    )
+    from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
     module = cst.parse_module(text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    meta = wrapper.resolve_many([ScopeProvider, PositionProvider])
-    scopes_of, positions = meta[ScopeProvider], meta[PositionProvider]
+    wrapper.resolve_many([ScopeProvider, PositionProvider])  # one pass; resolve() below reads the results
+    positions = wrapper.resolve(PositionProvider)
     torch = torch_names(module) | set(extra_torch)
 
-    def start(node: Any) -> tuple[int, int]:
+    def start(node: cst.CSTNode) -> tuple[int, int]:
         pos = positions.get(node)
         return (pos.start.line, pos.start.column) if pos is not None else (0, 0)
 
-    scopes = {s for s in scopes_of.values() if s is not None}
-    for s in list(scopes):
-        while getattr(s, "parent", s) is not s and not isinstance(s, GlobalScope):
-            s = s.parent
-            scopes.add(s)
-    scopes = {s for s in scopes if isinstance(s, GlobalScope) or hasattr(s, "node")}
-    # a key per scope that survives edits elsewhere: the labels (kind, name) from the module down, and the
-    # ordinal among siblings with the same label, in source order
-    def depth(s: Any) -> int:
-        n = 0
-        while not isinstance(s, GlobalScope) and getattr(s, "parent", s) is not s:
-            s, n = s.parent, n + 1
-        return n
-
-    # parents first (a def's type-parameter scope and its body scope share the def node)
-    ordered = sorted(scopes, key=lambda s: ((0, 0) if isinstance(s, GlobalScope) else start(s.node), depth(s)))
-    keys: dict[int, tuple] = {}
-    counts: dict[tuple, int] = {}
-    for s in ordered:
-        parent_key = () if isinstance(s, GlobalScope) else keys.get(id(s.parent), ("?",))
-        label = _scope_label(s)
-        n = counts.get((parent_key, label), 0)
-        counts[(parent_key, label)] = n + 1
-        keys[id(s)] = parent_key + ((label, n),)
-
-    uses: dict[tuple, list[_Use]] = {}
+    ordered = _ordered_scopes(wrapper.resolve(ScopeProvider).values(), start)
+    keys = _scope_keys(ordered)
+    uses: dict[tuple[_ScopeKey, str], list[_Use]] = {}
     for s in ordered:
         for access in s.accesses:
-            node = access.node
-            if isinstance(node, cst.Name):
-                name = node.value
-            elif isinstance(node, cst.Attribute):
-                name = _dotted(node).split(".")[0]
-            else:
-                continue  # a string annotation
+            name = _accessed_name(access.node)
             if not name:
-                continue
-            line, column = start(node)
+                continue  # a string annotation
+            line, column = start(access.node)
             uses.setdefault((keys[id(s)], name), []).append(
-                _Use(name, line, column, _problem(access, name, torch, start, FunctionScope, ComprehensionScope,
-                                                  ImportAssignment)))
+                _Use(name, line, column, _problem(access, name, torch, start)))
     return uses, torch
 
 
-def _problem(access: Any, name: str, torch: set[str], start: Any, FunctionScope: type, ComprehensionScope: type,
-             ImportAssignment: type) -> tuple[str, str] | None:
+def _ordered_scopes(found: Iterable[Scope | None], start: _Start) -> list[GlobalScope | LocalScope]:
+    """The scopes that hold code (the module's and the local ones, with every enclosing scope), parents first
+    (a def's type-parameter scope and its body scope share the def node), then in source order."""
+    from libcst.metadata import GlobalScope
+    from libcst.metadata.scope_provider import LocalScope
+
+    scopes = {s for s in found if s is not None}
+    for s in list(scopes):
+        while s.parent is not s and not isinstance(s, GlobalScope):
+            s = s.parent
+            scopes.add(s)
+    kept = {s for s in scopes if isinstance(s, (GlobalScope, LocalScope))}
+
+    def depth(s: Scope) -> int:
+        n = 0
+        while not isinstance(s, GlobalScope) and s.parent is not s:
+            s, n = s.parent, n + 1
+        return n
+
+    return sorted(kept, key=lambda s: ((0, 0) if isinstance(s, GlobalScope) else start(s.node), depth(s)))
+
+
+def _scope_keys(ordered: list[GlobalScope | LocalScope]) -> dict[int, _ScopeKey]:
+    """A key per scope (by id) that survives edits elsewhere: the labels (kind, name) from the module down,
+    and the ordinal among siblings with the same label, in source order (``ordered``: parents first)."""
+    from libcst.metadata import GlobalScope
+
+    keys: dict[int, _ScopeKey] = {}
+    counts: dict[tuple[_ScopeKey, str], int] = {}
+    for s in ordered:
+        parent_key: _ScopeKey = () if isinstance(s, GlobalScope) else keys.get(id(s.parent), (("?", 0),))
+        label = _scope_label(s)
+        n = counts.get((parent_key, label), 0)
+        counts[(parent_key, label)] = n + 1
+        keys[id(s)] = (*parent_key, (label, n))
+    return keys
+
+
+def _accessed_name(node: cst.CSTNode) -> str:
+    """The name an access reads (``a`` of ``a.b.c``); "" for a string annotation."""
+    import libcst as cst
+
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return _dotted(node).split(".")[0]
+    return ""
+
+
+def _problem(access: Access, name: str, torch: set[str], start: _Start) -> tuple[str, str] | None:
+    from libcst.metadata import Assignment, ComprehensionScope, FunctionScope, ImportAssignment
+
     referents = list(access.referents)
     if not referents:
         if name in _MODULE_DUNDERS:
@@ -309,13 +333,14 @@ def _problem(access: Any, name: str, torch: set[str], start: Any, FunctionScope:
     while isinstance(where, ComprehensionScope):
         where = where.parent
     if isinstance(where, FunctionScope):
-        local = [a for a in where.assignments[name] if a.scope is where and getattr(a, "node", None) is not None]
-        if local and not any(start(a.node) < start(access.node) for a in local):
-            return "before-assignment", f"`{name}` is used before its assignment on line {min(start(a.node) for a in local)[0]}"
+        local = [a.node for a in where.assignments[name] if a.scope is where and isinstance(a, Assignment)]
+        if local and not any(start(node) < start(access.node) for node in local):
+            first = min(start(node) for node in local)[0]
+            return "before-assignment", f"`{name}` is used before its assignment on line {first}"
     return None
 
 
-def _assignment_kind(assignment: Any) -> str:
+def _assignment_kind(assignment: BaseAssignment) -> str:
     import libcst as cst
 
     node = getattr(assignment, "node", None)
@@ -336,24 +361,32 @@ def check_names(original: str, fixed: str) -> list[str]:
     out = []
     for key, uses in sorted(after.items(), key=lambda kv: (kv[1][0].line, kv[0][1])):
         old = before.get(key, [])
-        if len(uses) <= len(old):
-            continue
-        bad_old: dict[str, int] = {}
-        for u in old:
-            if u.problem is not None:
-                bad_old[u.problem[0]] = bad_old.get(u.problem[0], 0) + 1
-        by_kind: dict[str, list[_Use]] = {}
-        for u in uses:
-            if u.problem is not None:
-                by_kind.setdefault(u.problem[0], []).append(u)
-        for kind, bad in by_kind.items():
-            excess = len(bad) - bad_old.get(kind, 0)
-            if excess <= 0:
-                continue
-            bad.sort(key=lambda u: (u.line not in changed, u.line, u.column))  # the added ones first
-            for u in bad[:excess]:
-                out.append(failure(UNBOUND, u.line, f"{u.problem[1]} (added by a fix)"))  # type: ignore[index]
+        if len(uses) > len(old):
+            out += _added_problems(old, uses, changed)
     return sorted(out, key=lambda s: (line_of(s) or 0, s))
+
+
+def _added_problems(old: list[_Use], uses: list[_Use], changed: set[int]) -> list[str]:
+    """Failures for the problems of one name in one scope that ``uses`` (after the fix) has more of than
+    ``old`` (before it), the excess attributed to the uses on ``changed`` lines first."""
+    bad_old: dict[str, int] = {}
+    for u in old:
+        if u.problem is not None:
+            bad_old[u.problem[0]] = bad_old.get(u.problem[0], 0) + 1
+    by_kind: dict[str, list[tuple[_Use, str]]] = {}
+    for u in uses:
+        if u.problem is not None:
+            kind, message = u.problem
+            by_kind.setdefault(kind, []).append((u, message))
+    out = []
+    for kind, bad in by_kind.items():
+        excess = len(bad) - bad_old.get(kind, 0)
+        if excess <= 0:
+            continue
+        bad.sort(key=lambda um: (um[0].line not in changed, um[0].line, um[0].column))  # the added ones first
+        for u, message in bad[:excess]:
+            out.append(failure(UNBOUND, u.line, f"{message} (added by a fix)"))
+    return out
 
 
 def _changed_lines(original: str, fixed: str) -> set[int]:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 
+from devlint import devices
 from devlint.analysis import guards, string_value
 from devlint.context import Context, children, dotted_name
 from devlint.lazy import LazyModule
@@ -21,11 +22,6 @@ if TYPE_CHECKING:
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
-FACTORIES = frozenset({
-    "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
-    "logspace", "eye", "as_tensor", "from_numpy", "normal", "zeros_like", "ones_like", "empty_like",
-    "full_like", "rand_like", "randn_like", "randint_like", "Tensor", "FloatTensor", "LongTensor",
-})
 # Methods whose result cannot require grad (integer/bool results), device kept.
 NON_DIFFERENTIABLE = frozenset({
     "argmax", "argmin", "argsort", "long", "int", "bool", "byte", "short", "eq", "ne", "lt", "gt", "le", "ge",
@@ -39,10 +35,10 @@ NOT_TENSOR = frozenset({
 })
 MODULE_KEEP = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16",
                          "requires_grad_", "share_memory", "apply", "zero_grad"})
-NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
-                              "torch.autograd.grad_mode.no_grad", "torch.enable_grad"})
-MODULE_FACTORIES_SUFFIX = (".from_pretrained",)
-MODULE_ROOTS = ("torchvision.models", "timm.create_model")
+FACTORIES = devices.FACTORIES
+NO_GRAD_CONTEXTS = devices.NO_GRAD_CONTEXTS
+MODULE_ROOTS = devices.MODULE_ROOTS
+MODULE_FACTORIES_SUFFIX = devices.MODULE_FACTORIES_SUFFIX
 
 
 # Modules with no parameters: their output requires grad only if their input does.
@@ -120,7 +116,7 @@ def _is_cpu_device(ctx: Context, expr: cst.BaseExpression) -> bool:
     value = string_value(expr)
     if value is not None:
         return value.split(":")[0] == "cpu"
-    if isinstance(expr, cst.Call) and ctx.qualname(expr.func) == "torch.device" and expr.args:
+    if isinstance(expr, cst.Call) and ctx.qualname(expr.func) == devices.DEVICE_CONSTRUCTOR and expr.args:
         return _is_cpu_device(ctx, expr.args[0].value)
     return False
 
@@ -438,7 +434,7 @@ class Provenance:
             return True
         if qn.startswith(MODULE_ROOTS):
             return True
-        if qn.endswith(MODULE_FACTORIES_SUFFIX) and parts[0] in ("transformers", "diffusers", "timm", "torchvision"):
+        if qn.endswith(MODULE_FACTORIES_SUFFIX) and parts[0] in devices.PRETRAINED_PACKAGES:
             # TFAutoModel / FlaxAutoModel.from_pretrained build TensorFlow and JAX models, not torch ones
             return not (len(parts) >= 2 and parts[-2].startswith(("TF", "Flax")))
         return False

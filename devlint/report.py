@@ -7,13 +7,13 @@ import os
 from collections import Counter
 
 from devlint import __version__
+from devlint.diagnostics import Finding, Position
 from devlint.rules import all_rules
-from devlint.rules.base import Finding
 
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def _loc(pos) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def _loc(pos: Position) -> dict[str, int]:
     return {"column": pos.column, "row": pos.row}
 
 
@@ -24,7 +24,7 @@ def text(findings: list[Finding]) -> str:
 def to_json(findings: list[Finding]) -> str:
     items = []
     for f in findings:
-        fix = None
+        fix: dict[str, object] | None = None
         if f.fix is not None:
             fix = {
                 "applicability": f.fix.applicability.value,
@@ -62,7 +62,7 @@ def sarif(findings: list[Finding]) -> str:
             "shortDescription": {"text": cls.summary},
             "fullDescription": {"text": cls.page()},
             "help": {"text": cls.summary, "markdown": cls.page()},
-            "properties": {"fixAvailability": cls.fix_availability},
+            "properties": {"fixAvailability": cls.fix_availability.value},
         }
         for code, cls in rules.items()
     ]

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from devlint import screen
 from devlint.cache import Cache
 from devlint.config import Config, expand_codes
+from devlint.diagnostics import IO_ERROR, Finding
 from devlint.discovery import iter_files, per_file_ignored
-from devlint.engine import IO_ERROR, fix_text, lint_text
+from devlint.engine import fix_text, lint_text
 from devlint.rules import select_rules
-from devlint.rules.base import Finding, Position
-from devlint.source import LIBCST_MAX_BYTES, SourceError, decode, read_bytes, split_lines, write_fixed
+from devlint.rules.base import Rule
+from devlint.source import LIBCST_MAX_BYTES, Source, SourceError, decode, read_bytes, split_lines, write_fixed
 
 
 @dataclass
@@ -55,21 +56,20 @@ class RunResult:
 
 
 def _io_finding(path: str, message: str) -> Finding:
-    pos = Position(1, 1)
-    return Finding(IO_ERROR, message, pos, pos, path=path, name="io-error")
+    return IO_ERROR.at(path, message)
 
 
-def rules_for(path: str, config: Config, options: Options) -> list:
+def rules_for(path: str, config: Config, options: Options) -> list[Rule]:
     codes = options.select - expand_codes(per_file_ignored(path, config), f"per-file-ignores for {path}")
     return select_rules(codes)
 
 
-def _cache_key(data: bytes, rules: list, options: Options) -> str:
+def _cache_key(data: bytes, rules: list[Rule], options: Options) -> str:
     """The results-cache key of a file's bytes linted with these rules and settings."""
     return Cache.key(data, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}")
 
 
-def applicable(data: bytes, rules: list) -> list:
+def applicable(data: bytes, rules: list[Rule]) -> list[Rule]:
     """The pre-filter: the rules that may report on a file with these bytes. First each rule's byte
     trigger, then, for the rules left, its screen over CPython's ``ast`` (devlint/screen.py)."""
     rules = [r for r in rules if r.triggers is None or r.triggers.search(data)]
@@ -81,18 +81,14 @@ def applicable(data: bytes, rules: list) -> list:
     return rules
 
 
-def process_file(path: str, explicit: bool, config: Config, options: Options) -> FileResult:
+def process_file(path: str, config: Config, options: Options) -> FileResult:
     """Lint (or fix) one file."""
     result = FileResult(path)
     rules = rules_for(path, config, options)
     try:
         data = read_bytes(path)
-    except SourceError as exc:
-        result.findings.append(_io_finding(path, str(exc)))
-        return result
-    if options.cache_dir is not None and not (options.fix or options.diff):
-        result.cache_key = _cache_key(data, rules, options)  # of the bytes linted here
-    try:
+        if options.cache_dir is not None and not (options.fix or options.diff):
+            result.cache_key = _cache_key(data, rules, options)  # of the bytes linted here
         source = decode(data)
     except SourceError as exc:
         result.findings.append(_io_finding(path, str(exc)))
@@ -103,75 +99,97 @@ def process_file(path: str, explicit: bool, config: Config, options: Options) ->
             result.cacheable = True
             return result
     if len(data) > LIBCST_MAX_BYTES and rules:
-        codes = ", ".join(r.code for r in rules)
-        result.findings.append(_io_finding(path, f"file too large to parse with LibCST ({len(data) / 1e6:.1f} MB; "
-                                                 f"the limit is {LIBCST_MAX_BYTES // (1024 * 1024)} MiB): {codes} not checked"))
-        return result
-    if options.fix or options.diff:
-        outcome = fix_text(source.text, path, rules, options.unsafe_fixes)
-        result.findings = outcome.remaining.findings
-        result.crashes = outcome.remaining.crashes
-        result.fixed = outcome.fixed
-        if outcome.text != source.text:
-            if options.diff:
-                result.diff = "".join(difflib.unified_diff(
-                    split_lines(source.text), split_lines(outcome.text),
-                    fromfile=path, tofile=path,
-                ))
-            else:
-                new = source.encode(outcome.text)
-                if new != data:
-                    try:
-                        write_fixed(path, data, new)
-                    except SourceError as exc:  # not written: nothing was fixed, every finding stands
-                        result.fixed = []
-                        result.findings = [*lint_text(source.text, path, rules).findings, _io_finding(path, str(exc))]
+        result.findings.append(_too_large(path, data, rules))
+    elif options.fix or options.diff:
+        _fix(result, data, source, rules, options)
     else:
-        outcome_lint = lint_text(source.text, path, rules)
-        result.findings = outcome_lint.findings
-        result.crashes = outcome_lint.crashes
+        outcome = lint_text(source.text, path, rules)
+        result.findings = outcome.findings
+        result.crashes = outcome.crashes
         result.cacheable = not result.crashes
     return result
 
 
-def _worker(args: tuple) -> FileResult:
+def _too_large(path: str, data: bytes, rules: list[Rule]) -> Finding:
+    codes = ", ".join(r.code for r in rules)
+    return _io_finding(path, f"file too large to parse with LibCST ({len(data) / 1e6:.1f} MB; the limit is "
+                             f"{LIBCST_MAX_BYTES // (1024 * 1024)} MiB): {codes} not checked")
+
+
+def _fix(result: FileResult, data: bytes, source: Source, rules: list[Rule], options: Options) -> None:
+    """Fix ``source`` (decoded from ``data``, the file's bytes) into ``result``: with --diff show the fixes as
+    a diff, else write them to the file; a fix that cannot be written leaves every finding standing."""
+    path = result.path
+    outcome = fix_text(source.text, path, rules, options.unsafe_fixes)
+    result.findings = outcome.remaining.findings
+    result.crashes = outcome.remaining.crashes
+    result.fixed = outcome.fixed
+    if outcome.text == source.text:
+        return
+    if options.diff:
+        result.diff = "".join(difflib.unified_diff(
+            split_lines(source.text), split_lines(outcome.text),
+            fromfile=path, tofile=path,
+        ))
+        return
+    new = source.encode(outcome.text)
+    if new == data:
+        return
+    try:
+        write_fixed(path, data, new)
+    except SourceError as exc:  # not written: nothing was fixed, every finding stands
+        result.fixed = []
+        result.findings = [*lint_text(source.text, path, rules).findings, _io_finding(path, str(exc))]
+
+
+def _worker(args: tuple[str, Config, Options]) -> FileResult:
     return process_file(*args)
 
 
 def run(paths: list[str], config: Config, options: Options) -> RunResult:
     files = list(iter_files(paths, config))
-    results: list[FileResult | None] = [None] * len(files)
     cache = None
     if options.cache_dir is not None and not (options.fix or options.diff):
-        # the main process answers cache hits; the workers read the other files again (from the OS's cache)
-        # and key their results by the bytes they linted, so an edit in between cannot file a stale entry
         cache = Cache(options.cache_dir)
-        for i, (path, _) in enumerate(files):
-            try:
-                data = read_bytes(path)
-            except SourceError as exc:
-                results[i] = FileResult(path, [_io_finding(path, str(exc))])
-                continue
-            cached = cache.get(_cache_key(data, rules_for(path, config, options), options), path)
-            if cached is not None:
-                results[i] = FileResult(path, cached)
-    todo = [i for i, r in enumerate(results) if r is None]
-    if options.jobs > 1 and len(todo) > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        jobs = min(options.jobs, len(todo))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            chunk = max(1, min(16, len(todo) // (jobs * 8)))
-            done = pool.map(_worker, [(*files[i], config, options) for i in todo], chunksize=chunk)
-            for i, r in zip(todo, done):
-                results[i] = r
-    else:
-        for i in todo:
-            results[i] = process_file(*files[i], config, options)
+    results: list[FileResult | None] = [None] * len(files)
     if cache is not None:
-        for i in todo:
-            r = results[i]
-            if r is not None and r.cacheable and r.cache_key is not None:
+        results = _cached(files, config, options, cache)
+    todo = [i for i, r in enumerate(results) if r is None]
+    done = _process_all([files[i] for i in todo], config, options)
+    for i, r in zip(todo, done, strict=True):
+        results[i] = r
+    if cache is not None:
+        for r in done:
+            if r.cacheable and r.cache_key is not None:
                 cache.put(r.cache_key, r.findings)
         cache.save()
     return RunResult(files=[r for r in results if r is not None])
+
+
+def _cached(files: list[str], config: Config, options: Options, cache: Cache) -> list[FileResult | None]:
+    """The results the cache holds (None for the files still to lint), or an unreadable file's error.
+
+    The main process answers cache hits; the workers read the other files again (from the OS's cache) and
+    key their results by the bytes they linted, so an edit in between cannot file a stale entry."""
+    results: list[FileResult | None] = []
+    for path in files:
+        try:
+            data = read_bytes(path)
+        except SourceError as exc:
+            results.append(FileResult(path, [_io_finding(path, str(exc))]))
+            continue
+        cached = cache.get(_cache_key(data, rules_for(path, config, options), options), path)
+        results.append(None if cached is None else FileResult(path, cached))
+    return results
+
+
+def _process_all(files: list[str], config: Config, options: Options) -> list[FileResult]:
+    """:func:`process_file` on each file, in ``options.jobs`` worker processes where that is more than one."""
+    if options.jobs > 1 and len(files) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        jobs = min(options.jobs, len(files))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            chunk = max(1, min(16, len(files) // (jobs * 8)))
+            return list(pool.map(_worker, [(path, config, options) for path in files], chunksize=chunk))
+    return [process_file(path, config, options) for path in files]

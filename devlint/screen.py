@@ -17,10 +17,8 @@ import ast
 import warnings
 from dataclasses import dataclass, field
 
-from devlint.analysis import is_device_var_name  # the same names DeviceUses treats as device variables
+from devlint import devices
 
-# Roots whose calls may build a module or a tensor with grad/device evidence (see provenance.py).
-_EVIDENCE_ROOTS = ("torch", "torchvision", "timm", "transformers", "diffusers")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -152,7 +150,7 @@ class AstIndex:
         nn.Parameter, a module, a ``.cuda()``/``.to(...)`` move, ``.requires_grad_()``?"""
         func = call.func
         if isinstance(func, ast.Attribute) and (
-            func.attr in ("cuda", "requires_grad_") or (func.attr == "to" and (call.args or call.keywords))
+            func.attr in (devices.CUDA_METHOD, "requires_grad_") or (func.attr == devices.MOVE_METHOD and (call.args or call.keywords))
         ):
             return True
         name = dotted(func)
@@ -163,7 +161,7 @@ class AstIndex:
             return True  # may instantiate an nn.Module subclass of this file
         for target in self.aliases.get(root, ()):
             top = target.split(".")[0]
-            if top not in _EVIDENCE_ROOTS:
+            if top not in devices.EVIDENCE_ROOTS:
                 continue
             if top in ("torchvision", "timm"):
                 return True
@@ -186,8 +184,22 @@ class AstIndex:
         """Is the root of ``name`` bound by an import (LibCST's ``ctx.qualname`` is not None)?"""
         return name.partition(".")[0] in self.aliases
 
-    def device_aliases(self) -> set[str]:
-        return {name for name, targets in self.aliases.items() if "torch.device" in targets}
+    def qualnames(self, func: ast.expr) -> set[str | None]:
+        """What LibCST's ``ctx.qualname`` may say of a callee: the imported qualified names its root may
+        be bound to, or None when the root is not imported (a method, a local function)."""
+        name = dotted(func)
+        if name is None:
+            return {None}
+        root, dot, rest = name.partition(".")
+        targets = self.aliases.get(root)
+        if not targets:
+            return {None}
+        return {f"{t}.{rest}" if dot else t for t in targets}
+
+    @staticmethod
+    def _in_position(qualnames: set[str | None], method: str | None, index: int | None, keyword: str | None) -> bool:
+        return any(devices.call_position(q, method if q is None else None, index, keyword) is not None
+                   for q in qualnames)
 
     def device_strings(self) -> list[tuple[str, str]]:
         """(value, kind) for every string constant that may stand in a device position (DeviceUses in
@@ -196,42 +208,45 @@ class AstIndex:
         if self._device_strings is not None:
             return self._device_strings
         out: list[tuple[str, str]] = []
-        device_funcs = self.device_aliases()
         passed: set[str] = set()  # dotted names passed in a device position somewhere
         for call in self.calls:
-            func = call.func
-            attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-            devicey = attr in ("to", "device") or attr in device_funcs
-            if devicey and call.args and not isinstance(call.args[0], ast.Starred):
-                out.extend((s, "strict") for s in strings(call.args[0]))
-                name = dotted(call.args[0])
+            qualnames = self.qualnames(call.func)
+            method = call.func.attr if isinstance(call.func, ast.Attribute) else None
+            first = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+            slots: list[ast.expr] = []
+            if first is not None and self._in_position(qualnames, method, 0, None):
+                slots.append(first)
+            for kw in call.keywords:
+                if kw.arg is None:
+                    continue
+                if self._in_position(qualnames, method, None, kw.arg):
+                    slots.append(kw.value)
+                elif kw.arg == devices.ARGPARSE_KEYWORD and method is not None and devices.is_argparse_device(
+                        method, [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None
+                                 for a in call.args]):
+                    out.extend((s, "loose") for s in strings(kw.value))
+            for value in slots:
+                out.extend((s, "strict") for s in strings(value))
+                name = dotted(value)
                 if name:
                     passed.add(name)
-            for kw in call.keywords:
-                if kw.arg in ("device", "map_location") or (devicey and kw.arg == "type"):
-                    out.extend((s, "strict") for s in strings(kw.value))
-                    name = dotted(kw.value)
-                    if name:
-                        passed.add(name)
-                elif kw.arg == "default" and attr == "add_argument":
-                    out.extend((s, "loose") for s in strings(kw.value))
         for assign in self.assigns:
             if assign.value is None:
                 continue
             targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
             names = [dotted(t) for t in targets]
-            if any(n and (is_device_var_name(n) or n in passed) for n in names):
+            if any(n and (devices.is_device_name(n) or n in passed) for n in names):
                 out.extend((s, "loose") for s in strings(assign.value))
         for d in self.dicts:
             for key, value in zip(d.keys, d.values):
-                if isinstance(key, ast.Constant) and isinstance(key.value, str) and is_device_var_name(key.value):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and devices.is_device_name(key.value):
                     out.extend((s, "loose") for s in strings(value))
         for args in self.arguments:
             positional = [*args.posonlyargs, *args.args]
             pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
             pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
             for arg, default in pairs:
-                if is_device_var_name(arg.arg):
+                if devices.is_device_name(arg.arg):
                     out.extend((s, "loose") for s in strings(default))
         self._device_strings = out
         return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
 import os
 import re
@@ -130,10 +131,8 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def _close(fd: int) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.close(fd)
-    except OSError:
-        pass
 
 
 def _reason(exc: OSError) -> str:
@@ -220,16 +219,7 @@ def _replace(target: str, st: os.stat_result, old: bytes, new: bytes) -> bool:
     tmp: str | None = created
     try:
         try:
-            tst = os.fstat(fd)
-            if hasattr(os, "fchown") and (tst.st_uid, tst.st_gid) != (st.st_uid, st.st_gid):
-                try:
-                    os.fchown(fd, st.st_uid, st.st_gid)
-                except PermissionError:
-                    return False
-            if not _copy_xattrs(target, fd):  # (an access ACL sets the group bits: the mode comes after)
-                return False
-            os.chmod(created, stat.S_IMODE(st.st_mode))  # after chown, which clears set-user/group-ID bits
-            if os.fstat(fd).st_mode != st.st_mode:  # a set-group-ID bit an unprivileged user cannot set
+            if not _copy_metadata(target, st, fd, created):
                 return False
             _write_all(fd, new)
             os.fsync(fd)
@@ -248,12 +238,25 @@ def _replace(target: str, st: os.stat_result, old: bytes, new: bytes) -> bool:
         if fd >= 0:
             _close(fd)
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
     _fsync_dir(directory)
     return True
+
+
+def _copy_metadata(target: str, st: os.stat_result, fd: int, path: str) -> bool:
+    """Give the new file open as ``fd`` (at ``path``) the owner, group, extended attributes and mode of
+    ``target`` (stat'ed as ``st``); False where it cannot have them all."""
+    tst = os.fstat(fd)
+    if hasattr(os, "fchown") and (tst.st_uid, tst.st_gid) != (st.st_uid, st.st_gid):
+        try:
+            os.fchown(fd, st.st_uid, st.st_gid)
+        except PermissionError:
+            return False
+    if not _copy_xattrs(target, fd):  # (an access ACL sets the group bits: the mode comes after)
+        return False
+    os.chmod(path, stat.S_IMODE(st.st_mode))  # after chown, which clears set-user/group-ID bits
+    return os.fstat(fd).st_mode == st.st_mode  # not so: a set-group-ID bit an unprivileged user cannot set
 
 
 def _write_in_place(target: str, st: os.stat_result, old: bytes, new: bytes) -> None:
@@ -297,10 +300,8 @@ def _write_in_place(target: str, st: os.stat_result, old: bytes, new: bytes) -> 
             os.close(fd)
     finally:
         if not keep_backup:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(backup)
-            except OSError:
-                pass
 
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")

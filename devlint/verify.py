@@ -22,8 +22,9 @@ import tempfile
 import textwrap
 from dataclasses import dataclass, field
 
+from devlint.diagnostics import Finding, Position
+from devlint.probes import Needs, Probe, evidence_examples, probe_for
 from devlint.rules import all_rules
-from devlint.rules.base import Finding, Probe
 
 CONFIRMED = "confirmed"
 NOT_REPRODUCED = "not reproduced"
@@ -177,26 +178,24 @@ def _judge_after(raw: dict) -> Outcome:
 
 def _absent(probe: Probe, target: Target) -> str | None:
     """Why ``target`` cannot show this probe's bug, or None."""
-    if probe.needs == "cuda" and target.name != "cuda":
+    if probe.needs is Needs.CUDA and target.name != "cuda":
         return "needs a CUDA GPU: without one the effect cannot be observed"
-    if probe.needs == "accelerator" and target.accel is None:
+    if probe.needs is Needs.ACCELERATOR and target.accel is None:
         return "needs a GPU to put the tensor on"
     return None
 
 
 def verify_findings(findings: list[Finding], targets: list[Target], timeout: int) -> list[Verified]:
-    rules = all_rules()
     verified: list[Verified] = []
     probes: dict[str, Probe] = {}
     keys: list[str | None] = []
     for f in findings:
-        rule = rules.get(f.code)
-        probe = rule.probe(f.evidence) if rule is not None and f.evidence is not None else None
-        if probe is None:
+        probe = probe_for(f)
+        if probe is None or f.evidence is None:
             keys.append(None)
             verified.append(Verified(f, "no probe for this finding"))
             continue
-        key = json.dumps([f.code, f.evidence], sort_keys=True)
+        key = json.dumps([f.code, f.evidence.to_json()], sort_keys=True)
         probes[key] = probe
         keys.append(key)
         verified.append(Verified(f, probe.note, has_fix=probe.after is not None))
@@ -238,12 +237,13 @@ def rule_matrix(targets: list[Target], timeout: int, codes: set[str] | None = No
                 ) -> list[tuple[str, dict, str, dict[str, Outcome], dict[str, Outcome]]]:
     """Every (selected) rule's own evidence probes on every target: (code, evidence, note, before, after)."""
     findings = []
-    for code, cls in all_rules().items():
+    nowhere = Position(0, 0)
+    for code in all_rules():
         if codes is not None and code not in codes:
             continue
-        for evidence in cls.EVIDENCE:
-            findings.append(Finding(code, "", None, None, evidence=evidence))  # type: ignore[arg-type]
-    return [(v.finding.code, v.finding.evidence or {}, v.note, v.before, v.after)
+        for evidence in evidence_examples(code):
+            findings.append(Finding(code, "", nowhere, nowhere, evidence=evidence))
+    return [(v.finding.code, v.finding.evidence.to_json() if v.finding.evidence else {}, v.note, v.before, v.after)
             for v in verify_findings(findings, targets, timeout)]
 
 

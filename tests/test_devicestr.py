@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from devlint.devicestr import DEVICE_TYPES, InvalidDeviceString, parse_device, suggest
+from devlint.devices import DEVICE_TYPES, InvalidDeviceString, parse_device, suggest
 
 torch = pytest.importorskip("torch")
 

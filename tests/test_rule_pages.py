@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from devlint.cli import main
 from devlint.rules import all_rules
+from devlint.rules.base import PAGE_SECTIONS
 
 PAGES = Path(__file__).resolve().parent.parent / "rules"
 
@@ -24,8 +25,23 @@ def test_page_matches_devlint_rule(code):
     result = CliRunner().invoke(main, ["rule", code])
     assert result.exit_code == 0
     assert result.output == (PAGES / f"{code}.md").read_text(encoding="utf-8")
-    for heading in ("## What it catches", "## Why it is a bug", "## Example", "## Fix", "## Fix safety"):
-        assert heading in result.output
+    # one template, ruff's sections, in order, none empty
+    headings = [line[3:] for line in result.output.splitlines() if line.startswith("## ")]
+    assert headings == list(PAGE_SECTIONS)
+    for title, body in zip(PAGE_SECTIONS, result.output.split("\n## ")[1:]):
+        assert body.split("\n", 1)[1].strip(), f"{code}: empty section {title}"
+
+
+@pytest.mark.parametrize("code", sorted(all_rules()))
+def test_page_example_is_the_rules_own(code):
+    """"Example" / "Use instead" come from the rule's examples: the marked INVALID and its fix."""
+    cls = all_rules()[code]
+    example = cls.doc_example()
+    page = cls.page()
+    assert f"## Example\n```python\n{example.code.rstrip()}\n```" in page
+    instead = example.fixed if example.fixed is not None else example.use_instead
+    assert instead is not None
+    assert f"## Use instead\n```python\n{instead.rstrip()}\n```" in page
 
 
 def test_rule_code_is_case_insensitive_and_unknown_is_an_error():

@@ -1,69 +1,59 @@
-"""What a rule is and what it reports. A rule knows nothing about files, output or the CLI."""
+"""What a rule is. A rule knows nothing about files, output or the CLI.
+
+A rule is one module under ``devlint/rules/``: a :class:`Rule` subclass with its detection (:meth:`check`),
+messages and fixes, its reference page (the ``doc_*`` sections), and its examples (``VALID`` / ``INVALID``,
+as Fixit's rules carry them), which drive its tests, the page's "Example" / "Use instead" and the
+pre-filter's differential test. What ``devlint verify`` runs for a finding lives apart, in
+``devlint/probes/<code>.py``.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
-from typing import TYPE_CHECKING, ClassVar, Iterable
-
+from typing import TYPE_CHECKING, ClassVar, Iterable, Protocol
 
 from devlint.context import Context
+from devlint.diagnostics import (  # noqa: F401 - the names rules build findings from
+    Applicability,
+    Edit,
+    Evidence,
+    Finding,
+    Fix,
+    FixAvailability,
+    Position,
+)
 from devlint.lazy import LazyModule
-from devlint.screen import AstIndex
 
 if TYPE_CHECKING:
     import libcst as cst
+
+    from devlint.screen import AstIndex
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
-class Applicability(str, Enum):
-    SAFE = "safe"  # applied by --fix
-    UNSAFE = "unsafe"  # applied by --fix --unsafe-fixes: may change behaviour
 
-
-@dataclass(frozen=True, order=True)
-class Position:
-    row: int  # 1-based line
-    column: int  # 1-based column, in characters
+class Trigger(Protocol):
+    def search(self, data: bytes) -> object: ...
 
 
 @dataclass(frozen=True)
-class Edit:
-    """Replace the text from ``start`` up to ``end`` (exclusive) with ``content``.
+class Valid:
+    """A module the rule must not report."""
 
-    ``old``: the text the edit expects to replace, and ``before``: the text it expects right before
-    ``start``; an edit whose anchors do not match the file is not applied (it would land elsewhere).
-    """
-
-    start: Position
-    end: Position
-    content: str
-    old: str | None = None
-    before: str | None = None
-
-
-@dataclass(frozen=True)
-class Fix:
-    edits: tuple[Edit, ...]
-    applicability: Applicability
-    message: str = ""
-
-
-@dataclass
-class Finding:
     code: str
-    message: str
-    start: Position
-    end: Position
-    fix: Fix | None = None
-    path: str = ""
-    name: str = ""  # the rule's kebab-case name
-    evidence: dict | None = None  # what `devlint verify` needs to rebuild the bug (see Rule.probe)
 
-    @property
-    def sort_key(self) -> tuple:
-        return (self.path, self.start, self.code)
+
+@dataclass(frozen=True)
+class Invalid:
+    """A module the rule must report, and its text after ``--fix --unsafe-fixes`` with this rule alone
+    (``fixed``: None when there is no fix). ``doc``: the example on the rule's page; ``note``: what the
+    page says under "Use instead" (for a rule with no fix, the page shows ``use_instead``)."""
+
+    code: str
+    fixed: str | None = None
+    doc: bool = False
+    use_instead: str | None = None
 
 
 def node_start(ctx: Context, node: cst.CSTNode) -> Position:
@@ -102,64 +92,54 @@ def insert_after(ctx: Context, node: cst.CSTNode, content: str) -> Edit:
     return Edit(end, end, content, old="", before=ctx.code(node)[-40:])
 
 
-@dataclass(frozen=True)
-class Probe:
-    """A snippet `devlint verify` runs in a fresh interpreter with ``torch`` imported and ``ACCEL`` set to
-    the target's accelerator ("cuda", "mps") or None. It fails by raising; it may set ``RESULT`` (a
-    JSON-able value) for :attr:`judge` to read.
-
-    ``expect``: a regex on "ExceptionType: message" that counts as the bug reproduced.
-    ``needs``: "accelerator" (GPU evidence must be placed on one) or "cuda" (only observable with CUDA).
-    ``isolated``: the probe must run alone in its process (it initialises CUDA).
-    ``judge``: for probes that observe an effect rather than an error: a function of RESULT returning
-    (verdict, detail) or None to use the default (raised and matched -> confirmed).
-    """
-
-    before: str
-    after: str | None  # None: the rule has no fix to check
-    expect: str
-    needs: str | None = None
-    isolated: bool = False
-    judge: object = None
-    note: str = ""  # what part of the finding the probe reproduces
+_FIX_WORDS = {
+    FixAvailability.ALWAYS: "Always available",
+    FixAvailability.SOMETIMES: "Sometimes available",
+    FixAvailability.NONE: "Not available",
+}
 
 
 class Rule:
     """One rule: subclass, set the class attributes, implement :meth:`check`.
 
     Modules under ``devlint/rules/`` are imported automatically and every ``Rule`` subclass with a
-    ``code`` is registered.
+    ``code`` is registered (devlint/rules/__init__.py): the one list of rules the CLI, the reports, the
+    docs and the tests iterate.
     """
 
     code: ClassVar[str] = ""
     name: ClassVar[str] = ""  # kebab-case, like ruff's rule names
     summary: ClassVar[str] = ""  # one line for `devlint rules`
-    fix_availability: ClassVar[str] = "none"  # "always", "sometimes" or "none"
-    doc: ClassVar[str] = ""  # Markdown: what it catches, why, example, fix (the rules/CODE.md page body)
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    evidence_type: ClassVar[type[Evidence]] = Evidence  # what a finding carries for `devlint verify`
+
+    # The rule's page (rules/CODE.md, `devlint rule CODE`), in ruff's sections. Markdown.
+    doc_what: ClassVar[str] = ""  # What it does
+    doc_why: ClassVar[str] = ""  # Why is this bad?
+    doc_use_instead: ClassVar[str] = ""  # after the "Use instead" example: what the fix does
+    doc_fix_safety: ClassVar[str] = ""
+    doc_known_problems: ClassVar[str] = ""
+    doc_options: ClassVar[str] = ""
+    doc_references: ClassVar[str] = ""
+    doc_notebooks: ClassVar[str] = ""
+
+    VALID: ClassVar[tuple[Valid, ...]] = ()
+    INVALID: ClassVar[tuple[Invalid, ...]] = ()
 
     # The byte-level pre-filter: a file whose raw bytes do not match cannot produce this rule's findings,
-    # so it is not parsed for it. None: always parse. Keep it in step with check() (a test compares
-    # findings with and without the pre-filter over every fixture).
-    triggers: ClassVar["re.Pattern[bytes] | None"] = None
+    # so it is not parsed for it. None: always parse. Built from the device model (devices.py).
+    triggers: ClassVar[Trigger | re.Pattern[bytes] | None] = None
 
     def screen(self, index: AstIndex) -> bool:
         """The second pre-filter stage, on CPython's ``ast`` (devlint/screen.py): False only when this file
         has no site where :meth:`check` could report. True: parse with LibCST and check."""
         return True
 
-    # Evidence examples that `devlint verify --rules` runs: the rule's claims about torch, checked live.
-    EVIDENCE: ClassVar[tuple[dict, ...]] = ()
-
     def check(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError
 
-    @classmethod
-    def probe(cls, evidence: dict) -> "Probe | None":
-        """The program that reproduces a finding from its evidence, and the same after the fix."""
-        return None
-
     def finding(self, ctx: Context, node: cst.CSTNode, message: str, fix: Fix | None = None,
-                evidence: dict | None = None) -> Finding:
+                evidence: Evidence | None = None) -> Finding:
         return Finding(
             code=self.code,
             message=message,
@@ -172,12 +152,37 @@ class Rule:
         )
 
     @classmethod
+    def doc_example(cls) -> Invalid:
+        """The example the page shows: the INVALID marked ``doc=True``."""
+        marked = [example for example in cls.INVALID if example.doc]
+        if len(marked) != 1:
+            raise ValueError(f"{cls.code}: exactly one INVALID example must be marked doc=True")
+        return marked[0]
+
+    @classmethod
     def page(cls) -> str:
         """The rule's reference page, as printed by ``devlint rule CODE`` and kept in rules/CODE.md."""
-        fix = {"always": "Always available", "sometimes": "Sometimes available", "none": "Not available"}
+        example = cls.doc_example()
+        instead = example.fixed if example.fixed is not None else example.use_instead
+        sections = [
+            ("What it does", cls.doc_what),
+            ("Why is this bad?", cls.doc_why),
+            ("Example", f"```python\n{example.code.rstrip()}\n```"),
+            ("Use instead", f"```python\n{(instead or '').rstrip()}\n```\n\n{cls.doc_use_instead.strip()}"),
+            ("Fix safety", cls.doc_fix_safety),
+            ("Known problems", cls.doc_known_problems),
+            ("Options", cls.doc_options),
+            ("References", cls.doc_references),
+            ("Notebook behaviour", cls.doc_notebooks),
+        ]
+        body = "".join(f"## {title}\n{text.strip()}\n\n" for title, text in sections)
         return (
             f"# {cls.code}: {cls.name}\n\n"
             f"{cls.summary}\n\n"
-            f"Fix: {fix[cls.fix_availability]}.\n\n"
-            f"{cls.doc.strip()}\n"
+            f"Fix: {_FIX_WORDS[cls.fix_availability]}.\n\n"
+            f"{body.rstrip()}\n"
         )
+
+
+PAGE_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Known problems",
+                 "Options", "References", "Notebook behaviour")

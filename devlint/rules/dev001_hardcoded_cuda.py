@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-
+from devlint import devices
 from devlint.analysis import device_uses, guards, parameter_used_as_device, string_value
 from devlint.bindings import device_name_at
 from devlint.context import Context
-from devlint.devicestr import InvalidDeviceString, parse_device
+from devlint.devices import UseKind
 from devlint.lazy import LazyModule
-from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, replace_token
+from devlint.rules.base import (
+    Applicability,
+    Evidence,
+    Finding,
+    Fix,
+    FixAvailability,
+    Invalid,
+    Rule,
+    Valid,
+    replace_token,
+)
 from devlint.rules.fixes import fallback_expr, needs_parens, paren_call_insert, preferred_quote, quote_at
 from devlint.screen import AstIndex, dotted
 
@@ -22,31 +33,29 @@ else:
     cst = LazyModule("libcst", globals(), "cst")
 
 _ERROR = '"Torch not compiled with CUDA enabled"'
-_EXPECT = r"Torch not compiled with CUDA enabled|Cannot access accelerator device when none is available|No CUDA GPUs are available|Found no NVIDIA driver|CUDA driver|no kernel image|invalid device ordinal"
-_CUDA_KWARGS = frozenset({"device", "non_blocking", "memory_format"})
 
 
-def _is_cuda_device(value: str) -> bool:
-    """A valid CUDA device string ("cuda", "cuda:1"); an invalid one is DEV003's business."""
-    if not value.startswith("cuda"):
-        return False
-    try:
-        return parse_device(value).type == "cuda"
-    except InvalidDeviceString:
-        return False
+@dataclass(frozen=True)
+class CudaEvidence(Evidence):
+    """A hard-coded device string (``device``) or a ``.cuda(...)`` call with these arguments (``cuda_args``)."""
+
+    device: str | None = None
+    cuda_args: str | None = None
 
 
 class HardcodedCuda(Rule):
     code = "DEV001"
     name = "hard-coded-cuda"
     summary = "A CUDA device is chosen with no torch.cuda.is_available() fallback."
-    fix_availability = "sometimes"
-    # a literal starting "cuda", or a .cuda() call (also `.cuda ()`, `(x.cuda)()`, a comment or line join before
-    # the parenthesis)
-    triggers = re.compile(rb"[\"']cuda|cuda\s*[()\\#]")
-    doc = '''
-## What it catches
-A CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
+    fix_availability = FixAvailability.SOMETIMES
+    evidence_type = CudaEvidence
+    # a literal starting "cuda", or a .cuda() call (also `.cuda ()`, `(x.cuda)()`, a comment or line join
+    # before the parenthesis)
+    triggers = re.compile(rb"[\"']" + devices.CUDA_METHOD.encode() + rb"|" + devices.CUDA_METHOD.encode()
+                          + rb"\s*[()\\#]")
+
+    doc_what = '''
+Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
 variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
 `argparse` `--device` default, a `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on), and `.cuda()` calls.
@@ -56,40 +65,25 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":` or after an early exit
 when CUDA is unavailable, guards held in a variable (`use_gpu = torch.cuda.is_available()`), code in
 functions marked as GPU-only (a decorator or name that mentions CUDA/GPU), strings in prints, comparisons
-and docs, a parameter default the function only compares or hands to a torch query
-(`def get_autocast_dtype(device="cuda"): return torch.get_autocast_dtype(device)`), and `device=`
-keywords of other libraries (DALI's `device="gpu"`). Files that never import torch are not checked.
-
-## Why it is a bug
+(`torch.device("cuda") in devices`, `x.device == torch.device("cuda")`) and docs, a parameter default the
+function only compares or hands to a torch query (`def get_autocast_dtype(device="cuda"): return
+torch.get_autocast_dtype(device)`), a `device="cuda"` passed to a function of the same file that only
+compares it, and `device=` keywords of other libraries (DALI's `device="gpu"`). Files that never import
+torch are not checked.
+'''
+    doc_why = '''
 The code runs only where CUDA is present. On a laptop, a Mac (`mps`) or a CPU-only CI runner it crashes
 at the first CUDA tensor with `AssertionError: Torch not compiled with CUDA enabled` (a CPU build of
 torch) or `RuntimeError: Found no NVIDIA driver on your system` (a CUDA build without a GPU).
-
-## Example
-```python
-import torch
-
-device = "cuda"
-model = torch.nn.Linear(4, 2).cuda()
-x = torch.zeros(8, 4, device="cuda")
-```
-
-## Fix
-Choose the device once, with a fallback, and move everything with `.to(device)`:
-```python
-import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-model = torch.nn.Linear(4, 2).to(device)
-x = torch.zeros(8, 4, device=device)
-```
-The autofix does exactly this: a device string becomes `"cuda" if torch.cuda.is_available() else "cpu"`
-(with an `"mps"` branch when the file already uses mps); `.cuda()` becomes `.to(device)` when a device
-variable is in scope, else `.to("cuda" if torch.cuda.is_available() else "cpu")`; `device="cuda"`
-becomes `device=device` when a device variable is in scope. These change where code runs, so they are
-unsafe fixes: apply them with `--fix --unsafe-fixes`.
-
-## Fix safety
+'''
+    doc_use_instead = '''
+Choose the device once, with a fallback, and move everything with `.to(device)`. The autofix does
+this: a device string becomes `"cuda" if torch.cuda.is_available() else "cpu"` (with an `"mps"` branch
+when the file already uses mps); `.cuda()` becomes `.to(device)` when a device variable is certainly
+bound there, else `.to("cuda" if torch.cuda.is_available() else "cpu")`; `device="cuda"` becomes
+`device=device` likewise.
+'''
+    doc_fix_safety = '''
 Unsafe: on a machine without CUDA the fixed code runs on the CPU (or mps) instead of stopping, which is
 the point, but it is a change of behaviour. What the fix writes is checked to run where it lands:
 - It names torch only as the file binds it at that place (`torch`, or the alias from `import torch as
@@ -108,74 +102,120 @@ the point, but it is a change of behaviour. What the fix writes is checked to ru
   otherwise bind differently (`args.device or "cuda"`). Only the `cuda` name and the device argument are
   rewritten, so comments inside the parentheses stay.
 '''
+    doc_known_problems = '''
+Code that is CUDA-only by design (a distributed GPU launcher, CUDA kernels, a project that documents that
+it needs a GPU) is reported like any other: silence it with `# noqa: DEV001`, `per-file-ignores`, or
+`ignore = ["DEV001"]` in `[tool.devlint]`. A guard in another function or module (`check_gpu()` that
+exits without CUDA) is not seen yet. `.cuda()` on an object of a non-torch library that takes the same
+arguments is reported.
+'''
+    doc_options = '''
+None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV001` apply as for every rule.
+'''
+    doc_references = '''
+- [torch.cuda.is_available](https://pytorch.org/docs/stable/generated/torch.cuda.is_available.html)
+- [Device-agnostic code (CUDA semantics)](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
+- [torch.Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+'''
+    doc_notebooks = '''
+devlint does not read `.ipynb` notebooks yet: export a notebook's code (`jupyter nbconvert --to script`)
+to lint it.
+'''
+
+    VALID = (
+        Valid('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.zeros(1, device=device)\n'),
+        Valid('import torch\nif torch.cuda.is_available():\n    model = torch.nn.Linear(2, 2).cuda()\n'),
+        Valid('import sys\nimport torch\nif not torch.cuda.is_available():\n    sys.exit("needs a GPU")\nx = torch.zeros(1).cuda()\n'),
+        Valid('import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.zeros(1, device="cuda" if use_gpu else "cpu")\n'),
+        Valid('import torch\nok = torch.device("cuda") in [torch.device("cpu")]\nprint("cuda")\n'),
+        Valid('import torch\ndef get_dtype(device="cuda"):\n    return torch.get_autocast_dtype(device)\n'),
+        Valid('device = "cuda"\nmodel = model.cuda()\n'),  # no torch import: not torch code
+        Valid('import torch\nimport nvidia.dali.fn as fn\nimages = fn.decoders.image(jpegs, device="cuda")\n'),
+    )
+    INVALID = (
+        Invalid(
+            'import torch\n\ndevice = "cuda"\nmodel = torch.nn.Linear(4, 2).cuda()\nx = torch.zeros(8, 4, device="cuda")\n',
+            fixed='import torch\n\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+                  'model = torch.nn.Linear(4, 2).to(device)\nx = torch.zeros(8, 4, device=device)\n',
+            doc=True,
+        ),
+        Invalid('import torch as T\nx = T.ones(2).to("cuda:0")\n',
+                fixed='import torch as T\nx = T.ones(2).to("cuda:0" if T.cuda.is_available() else "cpu")\n'),
+        Invalid('import torch.nn as nn\nmodel = nn.Linear(2, 2).cuda()\n',
+                fixed='import torch\nimport torch.nn as nn\n'
+                      'model = nn.Linear(2, 2).to("cuda" if torch.cuda.is_available() else "cpu")\n'),
+        Invalid('import torch\nfrom torch import device as Device\nd = Device("cuda")\n',
+                fixed='import torch\nfrom torch import device as Device\n'
+                      'd = Device("cuda" if torch.cuda.is_available() else "cpu")\n'),
+        Invalid('import torch\ndef f(m, torch_=None):\n    for device in ["cpu", "cuda"]:\n        pass\n    return m.cuda()\n',
+                fixed='import torch\ndef f(m, torch_=None):\n    for device in ["cpu", "cuda"]:\n        pass\n'
+                      '    return m.to("cuda" if torch.cuda.is_available() else "cpu")\n'),
+        Invalid("import torch\nx = torch.ones(1)\nprint(f\"{x.cuda()}\")\n",
+                fixed="import torch\nx = torch.ones(1)\nprint(f\"{x.to('cuda' if torch.cuda.is_available() else 'cpu')}\")\n"),
+        Invalid('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch\ndef f(m):\n    return m.cuda()\n'),
+        Invalid('import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\n',
+                fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\n'
+                      'p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")\n'),
+    )
 
     def screen(self, index: AstIndex) -> bool:
         if not index.imports_torch:
             return False
-        if any(_is_cuda_device(value) for value, _ in index.device_strings()):
+        if any(devices.is_cuda_device(value) for value, _ in index.device_strings()):
             return True
         for call in index.calls:
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr == "cuda" and not index.imported(dotted(func) or "") \
-                    and not any(k.arg is not None and k.arg not in _CUDA_KWARGS for k in call.keywords):
+            if isinstance(func, ast.Attribute) and devices.is_cuda_method_call(
+                    func.attr, index.imported(dotted(func) or ""), [k.arg for k in call.keywords]):
                 return True
         return False
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
             return
+        yield from self._device_strings(ctx)
+        yield from self._cuda_calls(ctx)
+
+    def _device_strings(self, ctx: Context) -> Iterable[Finding]:
         uses = device_uses(ctx)
         guard = guards(ctx)
         for node in ctx.nodes(cst.SimpleString):
             value = string_value(node)
-            if value is None or not _is_cuda_device(value):
+            if value is None or not devices.is_cuda_device(value):
                 continue
             use = uses.use_of(node)
             if use is None or guard.is_guarded(node):
                 continue
-            if use.kind == "default" and not parameter_used_as_device(ctx, ctx.parent(use.expr)):
+            if use.kind is UseKind.DEFAULT and not parameter_used_as_device(ctx, ctx.parent(use.expr)):
                 continue  # def f(device="cuda"): ... that never puts a tensor there
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
                 f'fall back with "{value}" if torch.cuda.is_available() else "cpu"',
                 self._fix_string(ctx, node, value, use.kind),
-                evidence={"device": value},
+                evidence=CudaEvidence(device=value),
             )
+
+    def _cuda_calls(self, ctx: Context) -> Iterable[Finding]:
+        guard = guards(ctx)
         for call in ctx.nodes(cst.Call):
             func = call.func
-            if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            if not isinstance(func, cst.Attribute) or not devices.is_cuda_method_call(
+                    func.attr.value, ctx.qualname(func) is not None,
+                    [a.keyword.value if a.keyword is not None else None for a in call.args]):
                 continue
-            if ctx.qualname(func) is not None or guard.is_guarded(call):
-                continue  # torch.cuda is a module, not a .cuda() method call
-            if any(a.keyword is not None and a.keyword.value not in _CUDA_KWARGS for a in call.args):
-                continue  # not torch's Tensor/Module.cuda(device, non_blocking, memory_format)
+            if guard.is_guarded(call):
+                continue
             yield self.finding(
                 ctx, call,
                 f".cuda() crashes without a GPU ({_ERROR}); use .to(device) with a device chosen by "
                 f"torch.cuda.is_available()",
                 self._fix_cuda_call(ctx, call),
-                evidence={"cuda_args": "".join(ctx.code(a) for a in call.args)},
+                evidence=CudaEvidence(cuda_args="".join(ctx.code(a) for a in call.args)),
             )
 
-    EVIDENCE = ({"device": "cuda"}, {"device": "cuda:0"}, {"cuda_args": ""})
-
-    @classmethod
-    def probe(cls, evidence: dict) -> Probe:
-        fallback = '"cuda" if torch.cuda.is_available() else "cpu"'
-        if "device" in evidence:
-            device = evidence["device"]
-            fixed = fallback.replace('"cuda"', repr(device), 1) if device != "cuda" else fallback
-            return Probe(f"torch.zeros(1, device={device!r})", f"torch.zeros(1, device={fixed})", _EXPECT,
-                         note="a tensor created on the hard-coded device")
-        args = evidence["cuda_args"]
-        index = args.strip().rstrip(",")
-        target = fallback if not index.isdigit() else fallback.replace('"cuda"', repr(f"cuda:{index}"), 1)
-        return Probe(f"torch.nn.Linear(2, 2).cuda({args})", f"torch.nn.Linear(2, 2).to({target})", _EXPECT,
-                     note="a module moved with .cuda()")
-
-    def _fix_string(self, ctx: Context, node: cst.SimpleString, value: str, kind: str) -> Fix | None:
-        if kind in ("keyword", "to") and value in ("cuda", "cuda:0"):
+    def _fix_string(self, ctx: Context, node: cst.SimpleString, value: str, kind: UseKind) -> Fix | None:
+        if kind in (UseKind.KEYWORD, UseKind.TO) and value in ("cuda", "cuda:0"):
             var = device_name_at(ctx, node)
             if var is not None:
                 return Fix((replace_token(ctx, node, var),), Applicability.UNSAFE, f"Use `{var}`")
@@ -194,32 +234,40 @@ the point, but it is a change of behaviour. What the fix writes is checked to ru
         comment inside the parentheses stays where it is)."""
         func = call.func
         assert isinstance(func, cst.Attribute)
-        index: cst.Integer | None = None
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "non_blocking":
-                continue
-            if (arg.keyword is None or arg.keyword.value == "device") and isinstance(arg.value, cst.Integer) \
-                    and index is None and arg.star == "":
-                index = arg.value
-            else:
-                return None  # a device variable, memory_format=, *args: not rewritten
+        index = _cuda_index(call)
+        if index is False:
+            return None  # a device variable, memory_format=, *args: not rewritten
+        quote = quote_at(ctx, call, preferred_quote(ctx))
         if index is None:
             target = device_name_at(ctx, call)
             extra: list = []
             if target is None:
-                found = fallback_expr(ctx, call, "cuda", quote_at(ctx, call, preferred_quote(ctx)))
+                found = fallback_expr(ctx, call, "cuda", quote)
                 if found is None:
                     return None
                 target, extra = found
-            first = call.args[0] if call.args else None
-            insert = paren_call_insert(ctx, call, target + (", " if first is not None else ""))
-            if insert is None:
+            device_edit = paren_call_insert(ctx, call, target + (", " if call.args else ""))
+            if device_edit is None:
                 return None
-            device_edit = insert
         else:
-            found = fallback_expr(ctx, call, f"cuda:{index.value}", quote_at(ctx, call, preferred_quote(ctx)))
+            found = fallback_expr(ctx, call, f"cuda:{index.value}", quote)
             if found is None:
                 return None
             target, extra = found
             device_edit = replace_token(ctx, index, target)
         return Fix((*extra, replace_token(ctx, func.attr, "to"), device_edit), Applicability.UNSAFE, "Use .to(device)")
+
+
+def _cuda_index(call: cst.Call) -> cst.Integer | None | bool:
+    """The literal device index of ``.cuda(N)`` / ``.cuda(device=N)``, None for none, False when the call
+    has arguments the fix does not rewrite."""
+    index: cst.Integer | None = None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "non_blocking":
+            continue
+        if (arg.keyword is None or arg.keyword.value == "device") and isinstance(arg.value, cst.Integer) \
+                and index is None and arg.star == "":
+            index = arg.value
+        else:
+            return False
+    return index

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
-
 
 from devlint.context import Context
 from devlint.lazy import LazyModule
 from devlint.provenance import provenance
-from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, insert_after
+from devlint.rules.base import (
+    Applicability,
+    Evidence,
+    Finding,
+    Fix,
+    FixAvailability,
+    Invalid,
+    Rule,
+    Valid,
+    insert_after,
+)
 from devlint.screen import AstIndex
 
 if TYPE_CHECKING:
@@ -21,16 +31,26 @@ _GRAD_ERROR = "\"Can't call numpy() on Tensor that requires grad\""
 _GPU_ERROR = '"can\'t convert cuda:0 device type tensor to numpy"'
 
 
+@dataclass(frozen=True)
+class NumpyEvidence(Evidence):
+    """What the tensor may be (``grad``, ``gpu``) and what the fix inserts before ``.numpy()``."""
+
+    grad: bool
+    gpu: bool
+    insert: str
+
+
 class NumpyNeedsDetachCpu(Rule):
     code = "DEV002"
     name = "numpy-needs-detach-cpu"
     summary = ".numpy() on a tensor that may require grad or live on a GPU, without .detach()/.cpu()."
-    fix_availability = "always"
+    fix_availability = FixAvailability.SOMETIMES
+    evidence_type = NumpyEvidence
     triggers = re.compile(rb"\.[\s\\]*numpy\b")  # an attribute .numpy (whitespace and line joins allowed)
-    doc = '''
-## What it catches
-`.numpy()` on a torch tensor that, by the evidence in the code, may require grad or live off the CPU:
-created with `requires_grad=True` or as an `nn.Parameter`; the output of a module or model call (or
+
+    doc_what = '''
+Finds `.numpy()` on a torch tensor that, by the evidence in the code, may require grad or live off the
+CPU: created with `requires_grad=True` or as an `nn.Parameter`; the output of a module or model call (or
 arithmetic on such values) outside `torch.no_grad()` / `torch.inference_mode()`; created with a
 `device=` that is not literally the CPU; moved with `.cuda()` or `.to(device)`; and values derived from
 those (indexing, arithmetic, tensor methods).
@@ -39,31 +59,20 @@ Not reported: values already passed through `.detach()` and `.cpu()` (in either 
 `.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), objects that are not torch
 tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
 parameters with no evidence: precision beats recall here.
-
-## Why it is a bug
+'''
+    doc_why = '''
 NumPy arrays share memory with CPU tensors and know nothing of autograd, so torch refuses:
 `RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.`
 for a tensor in the autograd graph, and
 `TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.`
 for a tensor on a GPU. Code that "works" on a CPU laptop in `no_grad` breaks on the GPU server, and the
 other way round.
-
-## Example
-```python
-import torch
-
-model = torch.nn.Linear(4, 2).to(device)
-preds = model(x).numpy()
-```
-
-## Fix
-Insert exactly what is missing before `.numpy()`:
-```python
-preds = model(x).detach().cpu().numpy()
-```
-The autofix inserts `.detach()`, `.cpu()` or both.
-
-## Fix safety
+'''
+    doc_use_instead = '''
+Detach from the autograd graph and copy to host memory before `.numpy()`. The autofix inserts what the
+call needs: `.detach()`, `.cpu()` or both (or use `.numpy(force=True)`).
+'''
+    doc_fix_safety = '''
 Safe: `.detach()` and `.cpu()` return the same values (cut from the autograd graph, copied to host
 memory when on a GPU), so code that worked keeps its results and code that raised now runs. The fix is
 made to work, not to mirror the evidence: it inserts `.detach()` unless the tensor is proven not to
@@ -74,6 +83,48 @@ torch tensor (made by torch, an output of a torch module or a transformers PyTor
 `.to()`/`.cuda()`); TensorFlow, JAX and NumPy values are never touched, and a finding on a receiver that
 is not proven a torch tensor comes without a fix.
 '''
+    doc_known_problems = '''
+Evidence is followed within a function (and from the module's top level into it), not across calls: a
+tensor returned by a helper, or passed in as a parameter, is of unknown provenance and not reported. A
+`.numpy()` guarded by a runtime check of `requires_grad` / `is_cuda` is reported when the evidence says it
+may need `.detach()` / `.cpu()`.
+'''
+    doc_options = '''
+None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV002` apply as for every rule.
+'''
+    doc_references = '''
+- [torch.Tensor.numpy](https://pytorch.org/docs/stable/generated/torch.Tensor.numpy.html)
+- [torch.Tensor.detach](https://pytorch.org/docs/stable/generated/torch.Tensor.detach.html)
+- [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+'''
+    doc_notebooks = '''
+devlint does not read `.ipynb` notebooks yet: export a notebook's code (`jupyter nbconvert --to script`)
+to lint it.
+'''
+
+    VALID = (
+        Valid("import torch\nx = torch.tensor([1, 2])\ny = x.numpy()\n"),
+        Valid("import torch\nw = torch.ones(2, requires_grad=True)\ny = w.detach().cpu().numpy()\n"),
+        Valid("import torch\nm = torch.nn.Linear(2, 2)\nwith torch.no_grad():\n    y = m(torch.ones(2)).numpy()\n"),
+        Valid("import torch\nw = torch.ones(2, requires_grad=True).cuda()\ny = w.numpy(force=True)\n"),
+        Valid("import torch\nimport tensorflow as tf\ny = tf.constant([1.0]).numpy()\n"),
+        Valid("import torch\ndef f(t):\n    return t.numpy()\n"),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\nmodel = torch.nn.Linear(4, 2).to(device)\npreds = model(x).numpy()\n",
+            fixed="import torch\n\nmodel = torch.nn.Linear(4, 2).to(device)\npreds = model(x).detach().cpu().numpy()\n",
+            doc=True,
+        ),
+        Invalid("import torch\nw = torch.ones(2, requires_grad=True)\ny = w.numpy()\n",
+                fixed="import torch\nw = torch.ones(2, requires_grad=True)\ny = w.detach().numpy()\n"),
+        Invalid("import torch\nt = torch.zeros(3).cuda()\ny = t.numpy()\n",
+                fixed="import torch\nt = torch.zeros(3).cuda()\ny = t.cpu().numpy()\n"),
+        Invalid("import torch as T\np = T.nn.Parameter(T.zeros(2))\ny = (p * 2).numpy()\n",
+                fixed="import torch as T\np = T.nn.Parameter(T.zeros(2))\ny = (p * 2).detach().numpy()\n"),
+        Invalid("import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\ny = net(torch.ones(2)).numpy()\n",
+                fixed="import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\ny = net(torch.ones(2)).detach().numpy()\n"),
+    )
 
     def screen(self, index: AstIndex) -> bool:
         return index.imports_torch and index.numpy_with_evidence()
@@ -99,24 +150,4 @@ is not proven a torch tensor comes without a fix.
             if val.torch:
                 fix = Fix((insert_after(ctx, func.value, insert),), Applicability.SAFE, f"Insert {insert}")
             yield self.finding(ctx, call, message, fix,
-                               evidence={"grad": bool(val.grad), "gpu": bool(val.gpu), "insert": insert})
-
-    EVIDENCE = (
-        {"grad": True, "gpu": False, "insert": ".detach()"},
-        {"grad": False, "gpu": True, "insert": ".cpu()"},
-        {"grad": True, "gpu": True, "insert": ".detach().cpu()"},
-    )
-
-    @classmethod
-    def probe(cls, evidence: dict) -> Probe:
-        make = f"t = torch.ones(2, requires_grad={bool(evidence['grad'])})"
-        move = "\nt = t.to(ACCEL) if ACCEL else t" if evidence["gpu"] else ""
-        insert = evidence["insert"]
-        what = " and ".join(w for w, on in (("requires grad", evidence["grad"]), ("lives on a GPU", evidence["gpu"])) if on)
-        return Probe(
-            f"{make}{move}\nt.numpy()",
-            f"{make}{move}\nt{insert}.numpy()",
-            r"Can't call numpy\(\) on Tensor that requires grad|can't convert \w+(:\d+)? device type tensor to numpy",
-            needs=None if evidence["grad"] else "accelerator",
-            note=f"a tensor that {what}",
-        )
+                               evidence=NumpyEvidence(grad=bool(val.grad), gpu=bool(val.gpu), insert=insert))

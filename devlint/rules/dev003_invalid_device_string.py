@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-
+from devlint import devices
 from devlint.analysis import DeviceUse, DeviceUses, device_uses, string_value
 from devlint.context import Context, dotted_name
-from devlint.devicestr import DEVICE_TYPES, InvalidDeviceString, parse_device, suggest
+from devlint.devices import UseKind
 from devlint.lazy import LazyModule
-from devlint.rules.base import Applicability, Finding, Fix, Probe, Rule, replace_token
+from devlint.rules.base import (
+    Applicability,
+    Evidence,
+    Finding,
+    Fix,
+    FixAvailability,
+    Invalid,
+    Rule,
+    Valid,
+    replace_token,
+)
 from devlint.screen import AstIndex
 
 if TYPE_CHECKING:
@@ -18,14 +29,26 @@ if TYPE_CHECKING:
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
-_TORCHY = re.compile(r"\s*(" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)) + ")", re.IGNORECASE)
-# Device types that out-of-tree backends register through PrivateUse1 (torch_npu, torch_mlu, torch_musa,
-# torch-neuronx, torch_gcu, ...): torch.device accepts them once the backend is imported.
-OUT_OF_TREE = frozenset({"npu", "mlu", "musa", "neuron", "tpu", "gcu", "sdaa", "dipu", "xla", "iluvatar"})
-# Frameworks with device names of their own, in files that may also import torch.
-OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "jax", "flax", "openvino", "onnxruntime", "paddle", "mxnet",
-                              "tensorrt", "mindspore", "oneflow", "cupy", "tvm", "coremltools"})
-_CATCHES = frozenset({"Exception", "BaseException", "RuntimeError"})
+_MULTI = re.compile(r"^(\w+):\s*(\d+(?:\s*,\s*\d+)+)\s*$")
+
+
+@dataclass(frozen=True)
+class DeviceStringEvidence(Evidence):
+    """The rejected string and the fix's spelling of it (None: no fix)."""
+
+    value: str
+    fixed: str | None
+
+
+def _short(error: str) -> str:
+    if error.startswith("Expected one of"):
+        return "Expected one of cpu, cuda, ..., privateuseone device type at start of device string: " + error.rsplit(": ", 1)[1]
+    return error
+
+
+def _invalid(content: bytes) -> bool:
+    """Does torch.device reject a literal with this content (no escapes)?"""
+    return not devices.is_valid(content.decode("utf-8", "replace"))
 
 
 def _caught(ctx: Context, node: cst.CSTNode) -> bool:
@@ -37,44 +60,12 @@ def _caught(ctx: Context, node: cst.CSTNode) -> bool:
                 types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
                 for t in types:
                     expr = t.value if isinstance(t, cst.Element) else t
-                    if expr is None or (dotted_name(expr) or "").split(".")[-1] in _CATCHES:
+                    if expr is None or (dotted_name(expr) or "").split(".")[-1] in devices.DEVICE_STRING_EXCEPTIONS:
                         return True
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return False
         child = anc
     return False
-
-
-_MULTI = re.compile(r"^(\w+):\s*(\d+(?:\s*,\s*\d+)+)\s*$")
-
-
-def _short(error: str) -> str:
-    if error.startswith("Expected one of"):
-        return "Expected one of cpu, cuda, ..., privateuseone device type at start of device string: " + error.rsplit(": ", 1)[1]
-    return error
-
-
-def _parse_error(value: str) -> str | None:
-    """torch.device's error for ``value``, or None when it accepts it."""
-    try:
-        parse_device(value)
-    except InvalidDeviceString as exc:
-        return str(exc)
-    return None
-
-
-def _rejection(value: str) -> str | None:
-    """The error DEV003 reports for ``value``: torch's, unless torch accepts it or it names a device of an
-    out-of-tree backend (which torch.device accepts once that backend is imported)."""
-    error = _parse_error(value)
-    if error is not None and re.fullmatch(r"[a-z_]+(:(0|[1-9][0-9]*))?", value) and value.split(":")[0] in OUT_OF_TREE:
-        return None
-    return error
-
-
-def _invalid(content: bytes) -> bool:
-    """Does torch.device reject a literal with this content (no escapes)?"""
-    return _parse_error(content.decode("utf-8", "replace")) is not None
 
 
 class _Trigger:
@@ -90,11 +81,7 @@ class _Trigger:
     Separate regexes with literal prefixes: one alternation is ten times slower on large trees.
     """
 
-    _positions = (
-        re.compile(rb"device(?:\s*\(|\s*=(?!=)|[\"']\s*:)"),
-        re.compile(rb"\.[\s\\]*to\s*\("),
-        re.compile(rb"map_location\s*=(?!=)"),
-    )
+    _positions = devices.position_triggers()
     _literal = re.compile(rb"[\s\\]*\(?[\s\\]*(?:type\s*=\s*)?[rRuU]?([\"'])")
     # the literal's content, then what follows it: on the same line, or first on the next non-blank line
     _content = {q: re.compile(rb"([^" + q + rb"\\\n]*)" + q + rb"[ \t]*(?:#[^\n]*)?(\r?\n\s*)?(\w+|\S?)")
@@ -102,9 +89,9 @@ class _Trigger:
     _ends = frozenset({b"", b",", b")", b"]", b"}", b";"})
     _goes_on = frozenset({b"if", b"else", b"or", b"and"})
     _branch = re.compile(rb"\b(?:if|else|or|and)[\s\\(]*[rRuU]?[\"']")
-    _import = re.compile(rb"import[^\n]*\bdevice\b")
+    _import = re.compile(rb"import[^\n]*\b" + devices.DEVICE_CONSTRUCTOR.rsplit(".", 1)[1].encode() + rb"\b")
     _device_like = re.compile(
-        rb"([\"'])(\s*(?i:" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)).encode() + rb")[^\"'\n]{0,40})\1"
+        rb"([\"'])(\s*(?i:" + "|".join(sorted(devices.DEVICE_TYPES, key=len, reverse=True)).encode() + rb")[^\"'\n]{0,40})\1"
     )
     _loose_before = re.compile(rb"(?:(?<![=!<>])=|:|\belse|\bor|\band)[\s\\]*\(?[\s\\]*[rRuU]?$")
 
@@ -142,14 +129,15 @@ class InvalidDeviceStringRule(Rule):
     code = "DEV003"
     name = "invalid-device-string"
     summary = "A device string that torch.device rejects ('cuda:1,2', 'gpu', 'CUDA', 'cuda0', ...)."
-    fix_availability = "sometimes"
+    fix_availability = FixAvailability.SOMETIMES
+    evidence_type = DeviceStringEvidence
     # A string literal right in a syntactic device position (torch.device(...), .to(...), device=,
     # map_location=, a "device" key), a `device` name imported (an alias of torch.device), or an invalid
     # string that starts like a device type (what every other position requires).
     triggers = _Trigger()
-    doc = '''
-## What it catches
-String literals used as a device (`torch.device(...)`, `.to(...)`, `device=`, a device variable, a
+
+    doc_what = '''
+Finds string literals used as a device (`torch.device(...)`, `.to(...)`, `device=`, a device variable, a
 `"device"` config entry, an `argparse` `--device` default) that `torch.device` rejects, also inside a
 conditional expression: `"cuda:1,2"`, `"gpu"`, `"CUDA"`, `"cuda0"`, `"cuda: 0"`, `"cuda:-1"`,
 `"cuda:01"`, `"cuda:"`, `"cuda:0 "`.
@@ -164,29 +152,21 @@ space or leading zero. A property test keeps devlint's copy in agreement with th
 `torch.device(...)`, `.to(...)` or a torch function's `device=` is checked whatever it says; a string
 that reaches a device position through a variable, a `device` parameter default or a `"device"` key, or
 goes to an unknown callee, is checked only when it starts like a torch device type, so sentinels such
-as `"auto"` pass. Device
-types that out-of-tree backends register (`npu`, `mlu`, `musa`, `neuron`, `tpu`, `gcu`, ...) are
-accepted: `torch.device` knows them once the backend is imported.
-
-## Why it is a bug
+as `"auto"` pass. Device types that out-of-tree backends register (`npu`, `mlu`, `musa`, `neuron`,
+`tpu`, `gcu`, ...) are accepted: `torch.device` knows them once the backend is imported.
+'''
+    doc_why = '''
 `torch.device` raises at run time, e.g. `RuntimeError: Invalid device string: 'cuda:1,2'` or
 `RuntimeError: Expected one of cpu, cuda, ... device type at start of device string: gpu`. A torch device
 is one device: `"cuda:1,2"` is not a way to use two GPUs.
-
-## Example
-```python
-device = torch.device("cuda:1,2" if torch.cuda.is_available() else "cpu")
-x = torch.zeros(3, device="CUDA")
-```
-
-## Fix
-Write the device the way torch spells it: `"CUDA"` → `"cuda"`, `"cuda: 0"` → `"cuda:0"`,
-`"cuda0"` → `"cuda:0"`, `"cuda:01"` → `"cuda:1"` (safe fixes: the intent is unambiguous).
-`"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` are unsafe fixes. `"cuda:1,2"` has no automatic fix:
-to use GPUs 1 and 2, set `CUDA_VISIBLE_DEVICES="1,2"` before importing torch and use `"cuda"`, or wrap
-the model in `nn.DataParallel(model, device_ids=[1, 2])`.
-
-## Fix safety
+'''
+    doc_use_instead = '''
+Write the device the way torch spells it: `"CUDA"` → `"cuda"`, `"cuda: 0"` → `"cuda:0"`, `"cuda0"` →
+`"cuda:0"`, `"cuda:01"` → `"cuda:1"`; `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess the intent.
+`"cuda:1,2"` has no automatic fix: to use GPUs 1 and 2, set `CUDA_VISIBLE_DEVICES="1,2"` before importing
+torch and use `"cuda"`, or wrap the model in `nn.DataParallel(model, device_ids=[1, 2])`.
+'''
+    doc_fix_safety = '''
 The spelling fixes (`"CUDA"` → `"cuda"`, `"cuda: 0"` → `"cuda:0"`, `"cuda0"` → `"cuda:0"`) are safe
 where the string certainly reaches torch: `torch.device(...)`, `.to(...)`, the `device=` of a torch API,
 or a variable passed to one of those. Elsewhere (a string in a file without torch, a config entry, a
@@ -197,12 +177,57 @@ fix, and no finding for `torch.device(...)` itself. In files that also import Te
 ONNX Runtime and the like, a string that only may reach a device position is reported only when it is
 shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess the intent: unsafe.
 '''
+    doc_known_problems = '''
+Strings built at run time (f-strings, `"cuda:" + str(i)`, values read from a config file) are not
+checked. A device type registered by an out-of-tree backend that devlint does not know is reported until
+it is added to its list.
+'''
+    doc_options = '''
+None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV003` apply as for every rule.
+'''
+    doc_references = '''
+- [torch.device](https://pytorch.org/docs/stable/tensor_attributes.html#torch-device)
+- [CUDA_VISIBLE_DEVICES](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables)
+- [nn.DataParallel](https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html)
+'''
+    doc_notebooks = '''
+devlint does not read `.ipynb` notebooks yet: export a notebook's code (`jupyter nbconvert --to script`)
+to lint it.
+'''
+
+    VALID = (
+        Valid('import torch\nx = torch.zeros(1, device="cuda:0" if torch.cuda.is_available() else "cpu")\n'),
+        Valid('import torch\nd = torch.device("mps")\ne = torch.device("npu:0")  # an out-of-tree backend\n'),
+        Valid('import torch\ndef valid(s):\n    try:\n        torch.device(s)\n    except RuntimeError:\n        return False\n'),
+        Valid('import torch\ntry:\n    d = torch.device("CUDA")\nexcept RuntimeError:\n    d = torch.device("cpu")\n'),
+        Valid('import torch\nimport openvino as ov\ndevice = "CPU"\ncompiled = ov.Core().compile_model(model, device)\n'),
+        Valid('import torch\nimport nvidia.dali.fn as fn\nimages = fn.decoders.image(jpegs, device="gpu")\n'),
+        Valid('import torch\nmodel_name = "auto"\ndevice_map = "auto"\n'),
+    )
+    INVALID = (
+        Invalid(
+            'import torch\n\ndevice = torch.device("cuda:1,2" if torch.cuda.is_available() else "cpu")\n'
+            'x = torch.zeros(3, device="CUDA")\n',
+            use_instead='import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # before importing torch\nimport torch\n\n'
+                        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                        'x = torch.zeros(3, device="cuda")\n',
+            fixed='import torch\n\ndevice = torch.device("cuda:1,2" if torch.cuda.is_available() else "cpu")\n'
+                  'x = torch.zeros(3, device="cuda")\n',
+            doc=True,
+        ),
+        Invalid('import torch\nx = torch.ones(2).to("cuda: 0")\n', fixed='import torch\nx = torch.ones(2).to("cuda:0")\n'),
+        Invalid("import torch as T\nd = T.device('cuda0')\n", fixed="import torch as T\nd = T.device('cuda:0')\n"),
+        Invalid('import torch\nd = torch.device("gpu")\n', fixed='import torch\nd = torch.device("cuda")\n'),
+        Invalid('import torch\ndevice = "CUDA"\nmodel.to(device)\n', fixed='import torch\ndevice = "cuda"\nmodel.to(device)\n'),
+        Invalid('# no torch import: reported, not fixed\nDEVICE = "CUDA:0"\n'),
+        Invalid('import torch\ntry:\n    x = torch.zeros(1, device="CUDA")\nexcept Exception:\n    x = None\n'),
+    )
 
     def screen(self, index: AstIndex) -> bool:
         for value, kind in index.device_strings():
-            if _rejection(value) is None:
+            if devices.rejection(value) is None:
                 continue
-            if _TORCHY.match(value) or (kind == "strict" and index.imports_torch):
+            if devices.STARTS_LIKE_DEVICE.match(value) or (kind == "strict" and index.imports_torch):
                 return True
         return False
 
@@ -211,23 +236,23 @@ shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess th
         torch_file = ctx.imports_torch
         # a file that also drives another framework ("CPU" is OpenVINO's device, "/GPU:0" TensorFlow's): a
         # string that only may reach a device position counts when it is shown to reach torch
-        other = any(m.split(".")[0] in OTHER_FRAMEWORKS for m in ctx.imported_modules)
+        other = any(m.split(".")[0] in devices.OTHER_FRAMEWORKS for m in ctx.imported_modules)
         for node in ctx.nodes(cst.SimpleString):
             value = string_value(node)
-            error = _rejection(value) if value is not None else None
-            if error is None:
+            error = devices.rejection(value) if value is not None else None
+            if value is None or error is None:
                 continue
             use = uses.use_of(node)
             if use is None:
                 continue
             reaches = torch_file and self._reaches_torch(ctx, uses, use)
-            loose = not torch_file or use.kind in ("assign", "dict", "default", "argparse") or (
-                use.kind == "keyword" and ctx.qualname(self._callee(ctx, use.expr)) is None
+            loose = not torch_file or use.kind.loose or (
+                use.kind is UseKind.KEYWORD and ctx.qualname(self._callee(ctx, use.expr)) is None
             )
-            if loose and (not _TORCHY.match(value) or (other and not reaches)):
+            if loose and (not devices.STARTS_LIKE_DEVICE.match(value) or (other and not reaches)):
                 continue
             caught = _caught(ctx, node)
-            if caught and use.kind == "torch.device":
+            if caught and use.kind is UseKind.TORCH_DEVICE:
                 continue  # try: torch.device(s) except RuntimeError: -- a validity test, on purpose
             # a fix only where the string certainly reaches torch, and nothing relies on torch rejecting it
             yield self._report(ctx, node, value, error, fixable=reaches and not caught)
@@ -235,12 +260,12 @@ shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess th
     @staticmethod
     def _reaches_torch(ctx: Context, uses: DeviceUses, use: DeviceUse) -> bool:
         """Does the string certainly end up in a torch device API (so that torch's spelling is right)?"""
-        if use.kind in ("torch.device", "to"):
+        if use.kind in (UseKind.TORCH_DEVICE, UseKind.TO):
             return True
-        if use.kind == "keyword":
+        if use.kind is UseKind.KEYWORD:
             arg = ctx.parent(use.expr)
             return isinstance(arg, cst.Arg) and uses.reaches_torch(arg)
-        if use.kind == "assign" and use.target is not None:
+        if use.kind is UseKind.ASSIGN and use.target is not None:
             return uses.reaches_torch_as(use.target, use.expr)
         return False
 
@@ -259,8 +284,8 @@ shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess th
                 f'{multi.group(1)} device — to use devices {", ".join(ids)} set CUDA_VISIBLE_DEVICES="{",".join(ids)}" '
                 f"before importing torch, or nn.DataParallel(model, device_ids=[{', '.join(ids)}])"
             )
-            return self.finding(ctx, node, message, evidence={"value": value, "fixed": None})
-        suggestion, safe = suggest(value)
+            return self.finding(ctx, node, message, evidence=DeviceStringEvidence(value=value, fixed=None))
+        suggestion, safe = devices.suggest(value)
         fix = None
         if suggestion is not None and fixable:
             quote = node.quote
@@ -269,23 +294,9 @@ shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess th
                 Applicability.SAFE if safe else Applicability.UNSAFE,
                 f'Use "{suggestion}"',
             )
+        if suggestion is not None:
             hint = f'use "{suggestion}"'
         else:
             hint = 'use a device type such as "cuda", "cuda:0", "mps" or "cpu"'
         message = f'Invalid device string "{value}": torch.device raises "{_short(error)}"; {hint}'
-        return self.finding(ctx, node, message, fix, evidence={"value": value, "fixed": suggestion})
-
-    EVIDENCE = (
-        {"value": "cuda:1,2", "fixed": None}, {"value": "gpu", "fixed": "cuda"}, {"value": "CUDA", "fixed": "cuda"},
-        {"value": "cuda0", "fixed": "cuda:0"}, {"value": "cuda: 0", "fixed": "cuda:0"}, {"value": "cuda:-1", "fixed": "cuda"},
-    )
-
-    @classmethod
-    def probe(cls, evidence: dict) -> Probe:
-        fixed = evidence.get("fixed")
-        return Probe(
-            f"torch.device({evidence['value']!r})",
-            f"torch.device({fixed!r})" if fixed is not None else None,
-            r"Invalid device string|Expected one of|Could not parse device index|Device string must not be empty",
-            note="torch.device() on the string",
-        )
+        return self.finding(ctx, node, message, fix, evidence=DeviceStringEvidence(value=value, fixed=suggestion if fix is not None else None))

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-
-from devlint.analysis import CUDA_INIT_CALLS, string_value
+from devlint import devices
+from devlint.analysis import string_value
 from devlint.context import Context
-from devlint.devicestr import InvalidDeviceString, parse_device
 from devlint.lazy import LazyModule
-from devlint.rules.base import Applicability, Edit, Finding, Fix, Position, Probe, Rule, node_end, node_start
+from devlint.rules.base import (
+    Applicability,
+    Edit,
+    Evidence,
+    Finding,
+    Fix,
+    FixAvailability,
+    Invalid,
+    Position,
+    Rule,
+    Valid,
+    node_end,
+    node_start,
+)
 from devlint.source import split_lines
 
 if TYPE_CHECKING:
@@ -18,51 +31,31 @@ if TYPE_CHECKING:
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
-ENV_VARS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
-_WRITE_METHODS = {"os.environ.update", "os.environ.setdefault", "os.putenv"}
-
 
 def _is_cuda_literal(value: cst.BaseExpression) -> bool:
     text = string_value(value)
-    if text is None:
-        return False
-    try:
-        return parse_device(text).type == "cuda"
-    except InvalidDeviceString:
-        return False
+    return text is not None and devices.is_cuda_device(text)
 
 
-_PROBE_INITS = {
-    "torch.cuda.device_count": "torch.cuda.device_count()", "torch.cuda.is_available": "torch.cuda.is_available()",
-    "torch.cuda.init": "torch.cuda.init()", "torch.cuda.set_device": "torch.cuda.set_device(0)",
-    "torch.cuda.current_device": "torch.cuda.current_device()", "torch.cuda.synchronize": "torch.cuda.synchronize()",
-}
+@dataclass(frozen=True)
+class CudaEnvEvidence(Evidence):
+    """The variable set, its literal value (None: not a literal), and the call that initialised CUDA."""
 
-
-def _probe_init(qualname: str | None) -> str:
-    """A runnable stand-in for the call that initialised CUDA in the flagged code."""
-    return _PROBE_INITS.get(qualname or "", "torch.zeros(1, device='cuda')")
-
-
-def _judge(result: dict) -> tuple[str, str]:
-    initial, late, fresh = result["initial"], result["late"], result["fresh"]
-    if fresh == initial:
-        return "inconclusive", f"the setting does not change what this machine sees ({initial} GPUs either way)"
-    if late == initial:
-        return "confirmed", (f"the CUDA driver's device count stayed {late} after the late setting; "
-                             f"a process that set it first sees {fresh}")
-    return "not reproduced", f"the late setting took effect ({initial} -> {late})"
+    var: str
+    value: str | None
+    init: str | None  # its qualified name (torch.cuda.device_count), None for a CUDA tensor or .cuda()
 
 
 class CudaEnvAfterInit(Rule):
     code = "DEV004"
     name = "cuda-env-after-init"
     summary = "CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER set after CUDA was initialised: it has no effect."
-    fix_availability = "sometimes"
-    triggers = re.compile(rb"CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER")
-    doc = '''
-## What it catches
-Writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`,
+    fix_availability = FixAvailability.SOMETIMES
+    evidence_type = CudaEnvEvidence
+    triggers = re.compile(b"|".join(v.encode() for v in sorted(devices.CUDA_ENV_VARS)))
+
+    doc_what = '''
+Finds writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`,
 `os.environ.update(...)`, `os.environ.setdefault(...)`, `os.putenv(...)` — that come after a call that
 initialises CUDA in the same flow (the module's top level in order, or the same function body in order):
 `torch.cuda.device_count()`, `torch.cuda.is_available()`, `torch.cuda.init()`, `torch.cuda.set_device()`
@@ -70,8 +63,8 @@ and other `torch.cuda` queries, `.cuda()`, or creating a CUDA tensor.
 
 Not reported: writes before `import torch`, writes after `import torch` with no CUDA call before them,
 reads (`os.environ.get(...)`), and `env=` dictionaries for subprocesses, which configure a new process.
-
-## Why it is a bug
+'''
+    doc_why = '''
 The CUDA runtime reads `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` once, when CUDA is initialised in
 the process. After that, changing `os.environ` does nothing: the process keeps seeing every GPU, in the
 old order. Nothing fails — the job silently runs on the wrong GPUs, or on all of them.
@@ -80,34 +73,57 @@ old order. Nothing fails — the job silently runs on the wrong GPUs, or on all 
 `torch.cuda.device_count()` does too where torch cannot ask NVML (and in older torch); recent torch
 answers it from NVML and re-reads the variable until CUDA really starts, so `devlint verify` may report
 such a finding as "not reproduced" on your machine. Setting the variable first is right either way.
-
-## Example
-```python
-import os
-import torch
-
-print(torch.cuda.device_count())
-os.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # too late: still sees every GPU
-```
-
-## Fix
-Set it first, before `import torch` (or in the shell: `CUDA_VISIBLE_DEVICES=1,2 python train.py`):
-```python
-import os
-os.environ["CUDA_VISIBLE_DEVICES"] = "1,2"
-import torch
-
-print(torch.cuda.device_count())  # 2
-```
-The autofix (unsafe) moves a module-level write with a literal value above `import torch`; elsewhere
-there is no automatic fix.
-
-## Fix safety
+'''
+    doc_use_instead = '''
+Set it first, before `import torch` (or in the shell: `CUDA_VISIBLE_DEVICES=1,2 python train.py`). The
+autofix moves a module-level write with a literal value above `import torch`; elsewhere there is no
+automatic fix.
+'''
+    doc_fix_safety = '''
 Unsafe: moving the write makes it take effect, so the process sees other GPUs than before (which is what
 the code asked for, but not what it did). Only a module-level statement of its own with literal values
 is moved, together with the `import os` it needs when `os` is not imported above `import torch`; the
 moved line keeps its comments and line ending.
 '''
+    doc_known_problems = '''
+The order is followed within one flow (the module's top level, or one function body): a CUDA call in a
+helper function that runs before the write is not seen. A write in a module imported after CUDA started
+elsewhere is not seen either.
+'''
+    doc_options = '''
+None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV004` apply as for every rule.
+'''
+    doc_references = '''
+- [CUDA environment variables](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables)
+- [torch.cuda.device_count](https://pytorch.org/docs/stable/generated/torch.cuda.device_count.html)
+'''
+    doc_notebooks = '''
+devlint does not read `.ipynb` notebooks yet: export a notebook's code (`jupyter nbconvert --to script`)
+to lint it. In a notebook the kernel keeps CUDA initialised between cells: set the variable in the first
+cell, before `import torch`, and restart the kernel after changing it.
+'''
+
+    VALID = (
+        Valid('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\nimport torch\nprint(torch.cuda.device_count())\n'),
+        Valid('import os\nimport torch\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\nx = torch.zeros(1)\n'),
+        Valid('import os\nimport subprocess\nimport torch\nn = torch.cuda.device_count()\n'
+              'subprocess.run(["python", "t.py"], env=dict(os.environ, CUDA_VISIBLE_DEVICES="0"))\n'),
+        Valid('import os\nimport torch\nn = torch.cuda.device_count()\nv = os.environ.get("CUDA_VISIBLE_DEVICES")\n'),
+    )
+    INVALID = (
+        Invalid(
+            'import os\nimport torch\n\nprint(torch.cuda.device_count())\n'
+            'os.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # too late: still sees every GPU\n',
+            fixed='import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # too late: still sees every GPU\n'
+                  'import torch\n\nprint(torch.cuda.device_count())\n',
+            doc=True,
+        ),
+        Invalid('import torch\nimport os as osm\nx = torch.zeros(1).cuda()\nosm.environ.update({"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})\n',
+                fixed='import os as osm\nosm.environ.update({"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})\nimport torch\n'
+                      'import os as osm\nx = torch.zeros(1).cuda()\n'),
+        Invalid('import os\nimport torch\ndef main():\n    if torch.cuda.is_available():\n        pass\n'
+                '    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'),
+    )
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
@@ -127,9 +143,8 @@ moved line keeps its comments and line ending.
                 f"{var} is set after CUDA was initialised ({name.split('.')[-1]}() on line "
                 f"{node_start(ctx, init).row}), so it has no effect; set it before `import torch` (or in the shell)"
             )
-            yield self.finding(ctx, node, message, self._fix(ctx, node), evidence={
-                "var": var, "value": self._literal_value(node, var), "init": _probe_init(ctx.qualname(init.func)),
-            })
+            yield self.finding(ctx, node, message, self._fix(ctx, node), evidence=CudaEnvEvidence(
+                var=var, value=self._literal_value(node, var), init=ctx.qualname(init.func)))
 
     @staticmethod
     def _literal_value(node: cst.CSTNode, var: str) -> str | None:
@@ -147,56 +162,19 @@ moved line keeps its comments and line ending.
                 return string_value(arg.value)
         return None
 
-    EVIDENCE = tuple(
-        {"var": "CUDA_VISIBLE_DEVICES", "value": "", "init": init}
-        for init in ("torch.cuda.device_count()", "torch.cuda.is_available()", "torch.zeros(1, device='cuda')")
-    )
-
-    @classmethod
-    def probe(cls, evidence: dict) -> Probe:
-        var, value = evidence["var"], evidence.get("value")
-        init = evidence.get("init", "torch.zeros(1, device='cuda')")
-        if value is None or var != "CUDA_VISIBLE_DEVICES":
-            value = ""  # hide every GPU: the one setting whose effect any CUDA machine can show
-        # the CUDA driver's own count, not torch.cuda.device_count() (which may ask NVML and re-read the env)
-        count = "import torch; print(torch._C._cuda_getDeviceCount())"
-        fresh = (
-            "import os, subprocess, sys\n"
-            "def _count(**env):\n"
-            f"    out = subprocess.run([sys.executable, '-c', {count!r}], capture_output=True, text=True, env={{**os.environ, **env}})\n"
-            "    return int(out.stdout.split()[-1])\n"
-            "_n0 = _count()\n"
-            f"_n_fresh = _count(**{{{var!r}: {value!r}}})\n"
-        )
-        before = (
-            f"{fresh}{init}\n"
-            f"os.environ[{var!r}] = {value!r}\n"
-            "RESULT = {'initial': _n0, 'late': torch._C._cuda_getDeviceCount(), 'fresh': _n_fresh}"
-        )
-        # the fix: the same program with the setting made before `import torch`
-        fixed_program = (f"import os\nos.environ[{var!r}] = {value!r}\nimport torch\ntry:\n    {init}\n"
-                         f"except Exception:\n    pass  # e.g. no GPU left visible\n{count.split('; ', 1)[1]}")
-        after = (
-            f"{fresh}_out = subprocess.run([sys.executable, '-c', {fixed_program!r}], capture_output=True, text=True)\n"
-            "RESULT = int(_out.stdout.split()[-1])\n"
-            "assert RESULT == _n_fresh, (RESULT, _n_fresh)"
-        )
-        return Probe(before, after, r"$^", needs="cuda", isolated=True, judge=_judge,
-                     note=f"{var}={value!r} set after {init}")
-
     @staticmethod
     def _initialises_cuda(ctx: Context, call: cst.Call) -> bool:
         qn = ctx.qualname(call.func)
-        if qn in CUDA_INIT_CALLS:
+        if qn in devices.CUDA_INIT_CALLS:
             return True
         func = call.func
         if isinstance(func, cst.Attribute) and qn is None:
-            if func.attr.value == "cuda":
+            if func.attr.value == devices.CUDA_METHOD:
                 return True
-            if func.attr.value == "to" and call.args and _is_cuda_literal(call.args[0].value):
+            if func.attr.value == devices.MOVE_METHOD and call.args and _is_cuda_literal(call.args[0].value):
                 return True
         return any(
-            a.keyword is not None and a.keyword.value == "device" and _is_cuda_literal(a.value)
+            a.keyword is not None and a.keyword.value == devices.DEVICE_KEYWORD and _is_cuda_literal(a.value)
             for a in call.args
         ) and (qn or "").startswith("torch.")
 
@@ -208,11 +186,11 @@ moved line keeps its comments and line ending.
                 if isinstance(sub, cst.Subscript) and ctx.qualname(sub.value) == "os.environ" and len(sub.slice) == 1:
                     index = sub.slice[0].slice
                     key = string_value(index.value) if isinstance(index, cst.Index) else None
-                    if key in ENV_VARS:
+                    if key in devices.CUDA_ENV_VARS:
                         yield assign, key
         for call in ctx.nodes(cst.Call):
             qn = ctx.qualname(call.func)
-            if qn not in _WRITE_METHODS:
+            if qn not in devices.ENV_WRITE_CALLS:
                 continue
             keys: list[str] = []
             for arg in call.args:
@@ -225,7 +203,7 @@ moved line keeps its comments and line ending.
                 if qn != "os.environ.update":
                     break  # putenv(key, value) / setdefault(key, value): only the first is a key
             for key in keys:
-                if key in ENV_VARS:
+                if key in devices.CUDA_ENV_VARS:
                     yield call, key
                     break
 

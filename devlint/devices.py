@@ -1,0 +1,312 @@
+"""The device model: everything devlint knows about PyTorch devices, as data and small functions.
+
+- the device-string grammar of ``torch.device`` (c10/core/Device.cpp), checked without torch: ``parse_device``
+  accepts exactly the strings torch 2.13 accepts and, for a rejected one, gives torch's own error text (a
+  property test keeps it honest against the installed torch);
+- the device positions: where in a call, an assignment, a config dict or a signature a value is used as a
+  device (:func:`call_position`, :func:`is_device_name`, :data:`ARGPARSE_METHOD`);
+- the guard forms: availability checks, GPU-only markers, early exits and the exceptions a guard catches;
+- the calls that initialise CUDA, and the environment variables read at that point;
+- the tensor factories and module constructors that create values on a device.
+
+The byte triggers, the ``ast`` pre-filter (screen.py) and every rule read this module; none of them decides
+on its own what a device position is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+# torch.device's accepted device types, in the order torch lists them in its error message.
+DEVICE_TYPES = (
+    "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
+    "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
+)
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class DeviceString:
+    type: str
+    index: int | None
+
+
+class InvalidDeviceString(ValueError):
+    """The string is rejected by ``torch.device``; ``str(exc)`` is torch's own message."""
+
+
+def _is_alpha(ch: str) -> bool:
+    return ("a" <= ch <= "z") or ("A" <= ch <= "Z")
+
+
+def parse_device(text: str) -> DeviceString:
+    """Parse like ``torch.device(text)``; raise :class:`InvalidDeviceString` with torch's message."""
+    if not text:
+        raise InvalidDeviceString("Device string must not be empty")
+    name: list[str] = []
+    index: list[str] = []
+    state = "start"
+    for ch in text:
+        if state == "start":
+            if ch == ":":
+                state = "index_start"
+            elif _is_alpha(ch) or ch == "_":
+                name.append(ch)
+            else:
+                state = "error"
+        elif state == "index_start":
+            if ch.isascii() and ch.isdigit():
+                index.append(ch)
+                state = "index_rest"
+            else:
+                state = "error"
+        elif state == "index_rest":
+            if index[0] == "0" or not (ch.isascii() and ch.isdigit()):
+                state = "error"
+            else:
+                index.append(ch)
+        if state == "error":
+            break
+    if not name or state == "error" or (state == "index_start" and not index):
+        raise InvalidDeviceString(f"Invalid device string: '{text}'")
+    idx: int | None = None
+    if index:
+        value = int("".join(index))
+        if value > _INT32_MAX:
+            raise InvalidDeviceString(
+                f"Could not parse device index '{''.join(index)}' in device string '{text}'"
+            )
+        idx = value
+    device_type = "".join(name)
+    if device_type not in DEVICE_TYPES:
+        raise InvalidDeviceString(
+            f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device string: {device_type}"
+        )
+    return DeviceString(device_type, idx)
+
+
+def is_valid(text: str) -> bool:
+    try:
+        parse_device(text)
+    except InvalidDeviceString:
+        return False
+    return True
+
+
+def suggest(text: str) -> tuple[str | None, bool]:
+    """A corrected device string for ``text`` and whether the correction is safe (intent unambiguous).
+
+    Returns ``(None, False)`` when there is no sound correction (e.g. ``"cuda:1,2"``).
+    """
+    stripped = "".join(text.split())  # "cuda: 0", "cuda:0 " -> "cuda:0"
+    candidates: list[tuple[str, bool]] = [(stripped, True)]
+    lowered = stripped.lower()
+    candidates.append((lowered, True))  # "CUDA" -> "cuda"
+    for dev in sorted(DEVICE_TYPES, key=len, reverse=True):
+        if lowered.startswith(dev):
+            rest = lowered[len(dev):]
+            if rest.isdigit():  # "cuda0" -> "cuda:0", "cuda01" -> "cuda:1"
+                candidates.append((f"{dev}:{int(rest)}", True))
+            elif rest.startswith(":+") and rest[2:].isdigit():  # "cuda:+1"
+                candidates.append((f"{dev}:{int(rest[2:])}", True))
+            elif rest.startswith(":") and rest[1:].isdigit():  # "cuda:01"
+                candidates.append((f"{dev}:{int(rest[1:])}", True))
+            elif rest == ":":  # "cuda:"
+                candidates.append((dev, True))
+            elif rest.startswith(":-") and rest[2:].isdigit():  # "cuda:-1": the current device
+                candidates.append((dev, False))
+            break
+    if lowered in ("gpu", "nvidia") or (lowered.startswith("gpu:") and lowered[4:].isdigit()):
+        candidates.append(("cuda" + lowered[3:], False))
+    for candidate, safe in candidates:
+        if candidate != text and is_valid(candidate):
+            return candidate, safe
+    return None, False
+
+
+def is_cuda_device(value: str) -> bool:
+    """A valid CUDA device string ("cuda", "cuda:1"); an invalid one is DEV003's business."""
+    if not value.startswith("cuda"):
+        return False
+    try:
+        return parse_device(value).type == "cuda"
+    except InvalidDeviceString:
+        return False
+
+
+# Device types that out-of-tree backends register through PrivateUse1 (torch_npu, torch_mlu, torch_musa,
+# torch-neuronx, torch_gcu, ...): torch.device accepts them once the backend is imported.
+OUT_OF_TREE = frozenset({"npu", "mlu", "musa", "neuron", "tpu", "gcu", "sdaa", "dipu", "xla", "iluvatar"})
+
+# A string that starts like a torch device type, in any case ("CUDA:0", " gpu" does not).
+STARTS_LIKE_DEVICE = re.compile(r"\s*(" + "|".join(sorted(DEVICE_TYPES, key=len, reverse=True)) + ")", re.IGNORECASE)
+
+
+def rejection(value: str) -> str | None:
+    """torch.device's error for ``value``, unless torch accepts it or it names a device of an out-of-tree
+    backend (which torch.device accepts once that backend is imported)."""
+    try:
+        parse_device(value)
+    except InvalidDeviceString as exc:
+        if re.fullmatch(r"[a-z_]+(:(0|[1-9][0-9]*))?", value) and value.split(":")[0] in OUT_OF_TREE:
+            return None
+        return str(exc)
+    return None
+
+
+# --- device positions ---------------------------------------------------------------------------------
+class UseKind(str, Enum):
+    """How a value is used as a device."""
+
+    TORCH_DEVICE = "torch.device"  # torch.device(value) / torch.device(type=value)
+    TO = "to"  # x.to(value) / x.to(device=value)
+    KEYWORD = "keyword"  # f(device=value), torch.load(map_location=value)
+    ASSIGN = "assign"  # device = value (a variable used as a device, or named like one)
+    DICT = "dict"  # {"device": value}
+    DEFAULT = "default"  # def f(device=value)
+    ARGPARSE = "argparse"  # parser.add_argument("--device", default=value)
+
+    @property
+    def loose(self) -> bool:
+        """Does the value only *may* reach a device API (through a variable, a config, a default)?"""
+        return self in (UseKind.ASSIGN, UseKind.DICT, UseKind.DEFAULT, UseKind.ARGPARSE)
+
+
+DEVICE_CONSTRUCTOR = "torch.device"
+DEVICE_CONSTRUCTOR_KEYWORD = "type"
+MOVE_METHOD = "to"
+DEVICE_KEYWORD = "device"
+MAP_LOCATION_KEYWORD = "map_location"
+MAP_LOCATION_FUNCS = frozenset({"torch.load"})
+ARGPARSE_METHOD = "add_argument"
+ARGPARSE_KEYWORD = "default"
+# Packages whose device= keyword means a torch device; any other imported callee's device= is its own.
+TORCH_ECOSYSTEM = frozenset({
+    "torch", "torchvision", "torchaudio", "torchtext", "transformers", "sentence_transformers",
+    "diffusers", "timm", "accelerate", "peft", "torchmetrics", "lightning", "pytorch_lightning",
+})
+# Frameworks with device names of their own ("CPU" is OpenVINO's device, "/GPU:0" TensorFlow's).
+OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "jax", "flax", "openvino", "onnxruntime", "paddle", "mxnet",
+                              "tensorrt", "mindspore", "oneflow", "cupy", "tvm", "coremltools"})
+_DEVICE_NAME = re.compile(r"^(device|dev|torch_device|default_device)$", re.IGNORECASE)
+# Names a fix may use for "the device this program runs on" (not cpu_device, cuda_device, ...).
+CANONICAL_DEVICE_VARS = ("device", "DEVICE", "dev", "torch_device", "default_device", "DEFAULT_DEVICE")
+
+
+def is_device_name(name: str) -> bool:
+    """Is a variable, attribute or config key of this name a device (``device``, ``args.dev``)?"""
+    return bool(_DEVICE_NAME.match(name.split(".")[-1]))
+
+
+def call_position(qualname: str | None, method: str | None, index: int | None, keyword: str | None) -> UseKind | None:
+    """Is an argument of a call in a device position, and which?
+
+    ``qualname``: the callee's imported qualified name (``torch.zeros``), or None for a method call or a
+    function of the file; ``method``: the called attribute's name (``to`` in ``x.to(...)``) when
+    ``qualname`` is None; ``index``: the position of a positional argument (None for a keyword or a
+    starred argument); ``keyword``: the argument's keyword.
+    """
+    if qualname == DEVICE_CONSTRUCTOR:
+        return UseKind.TORCH_DEVICE if index == 0 or keyword == DEVICE_CONSTRUCTOR_KEYWORD else None
+    if qualname is None and method == MOVE_METHOD:
+        return UseKind.TO if index == 0 or keyword == DEVICE_KEYWORD else None
+    if keyword == MAP_LOCATION_KEYWORD and qualname in MAP_LOCATION_FUNCS:
+        return UseKind.KEYWORD
+    if keyword == DEVICE_KEYWORD and (qualname is None or qualname.split(".")[0] in TORCH_ECOSYSTEM):
+        return UseKind.KEYWORD  # a torch API, or a method or function of this file that may forward to one
+    return None
+
+
+def is_argparse_device(method: str, option_strings: list[str | None]) -> bool:
+    """``parser.add_argument("--device", default=...)``: is this an argparse option for a device?"""
+    return method == ARGPARSE_METHOD and any("device" in (o or "") for o in option_strings)
+
+
+def position_triggers() -> tuple[re.Pattern[bytes], ...]:
+    """Byte patterns for the syntactic device positions, ending where the value starts: ``device(``
+    (torch.device and its aliases), ``device=``, a ``"device":`` key, ``.to(``, ``map_location=``."""
+    constructor = DEVICE_CONSTRUCTOR.rsplit(".", 1)[1].encode()
+    keyword = DEVICE_KEYWORD.encode()
+    # one regex per literal prefix: an alternation of whole patterns is ten times slower on large trees
+    named = (
+        (re.compile(constructor + rb"(?:\s*\(|\s*=(?!=)|[\"']\s*:)"),) if constructor == keyword else
+        (re.compile(constructor + rb"\s*\("), re.compile(keyword + rb"(?:\s*=(?!=)|[\"']\s*:)"))
+    )
+    return (
+        *named,
+        re.compile(rb"\.[\s\\]*" + MOVE_METHOD.encode() + rb"\s*\("),
+        re.compile(MAP_LOCATION_KEYWORD.encode() + rb"\s*=(?!=)"),
+    )
+
+
+def reaches_torch(qualname: str | None, method: str | None) -> bool:
+    """Does a device argument of this call certainly end up in torch (not a function of the file that may
+    do anything with it)?"""
+    if qualname is None:
+        return method == MOVE_METHOD
+    return qualname.split(".")[0] in TORCH_ECOSYSTEM
+
+
+# --- guards ---------------------------------------------------------------------------------------------
+# Calls that answer "is there an accelerator?" (any of them in a condition makes it a guard).
+AVAILABILITY_CALLS = frozenset({
+    "torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized",
+    "torch.backends.mps.is_available", "torch.backends.mps.is_built", "torch.backends.cudnn.is_available",
+    "torch.accelerator.is_available", "torch.accelerator.device_count", "torch.xpu.is_available",
+    "torch.mps.device_count",
+})
+# Words that make a name, call, string or function a device test or a GPU-only marker.
+GUARD_WORDS = re.compile(r"cuda|gpu|accelerat", re.IGNORECASE)
+# A condition string naming a device in use: device.type == "cpu", backend in ("mps", ...)
+DEVICE_TEST_STRING = re.compile(r"(mps|cpu|xpu)\b", re.IGNORECASE)
+# Calls that end the program or the test: `if not torch.cuda.is_available(): sys.exit(...)`
+EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "pytest.exit", "unittest.SkipTest"})
+# Exceptions a `try:` around device code may catch to fall back (torch raises these without CUDA)
+GUARD_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeError", "AssertionError", "AttributeError"})
+# torch.device's own rejection of a device string (DEV003: a `try` catching it tests a string on purpose)
+DEVICE_STRING_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeError"})
+
+
+def is_guard_text(text: str) -> bool:
+    """Does a name, a callee or a condition string look at accelerator availability or the device in use?"""
+    return bool(GUARD_WORDS.search(text))
+
+
+# --- CUDA initialisation ----------------------------------------------------------------------------------
+# Calls that initialise CUDA in the process (CUDA_VISIBLE_DEVICES is read at that point).
+CUDA_INIT_CALLS = frozenset({
+    "torch.cuda.device_count", "torch.cuda.is_available", "torch.cuda.init", "torch.cuda.set_device",
+    "torch.cuda.current_device", "torch.cuda.get_device_name", "torch.cuda.get_device_properties",
+    "torch.cuda.get_device_capability", "torch.cuda.mem_get_info", "torch.cuda.synchronize",
+    "torch.cuda.empty_cache", "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated",
+    "torch.cuda.memory_reserved", "torch.cuda.current_stream", "torch.cuda.Stream", "torch.cuda.Event",
+    "torch.cuda.device", "torch.cuda.FloatTensor", "torch.cuda.LongTensor",
+})
+CUDA_ENV_VARS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+ENV_WRITE_CALLS = frozenset({"os.environ.update", "os.environ.setdefault", "os.putenv"})
+CUDA_METHOD = "cuda"  # Tensor.cuda / Module.cuda
+CUDA_METHOD_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})  # what torch's .cuda() takes
+
+
+def is_cuda_method_call(method: str | None, callee_imported: bool, keywords: list[str | None]) -> bool:
+    """Is ``x.cuda(...)`` torch's ``Tensor.cuda`` / ``Module.cuda``: a method (``torch.cuda`` is a module,
+    not a call of one) taking only what torch's takes?"""
+    return method == CUDA_METHOD and not callee_imported and all(k is None or k in CUDA_METHOD_KEYWORDS for k in keywords)
+
+# --- values made on a device --------------------------------------------------------------------------------
+# torch.<factory>(..., device=, requires_grad=)
+FACTORIES = frozenset({
+    "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
+    "logspace", "eye", "as_tensor", "from_numpy", "normal", "zeros_like", "ones_like", "empty_like",
+    "full_like", "rand_like", "randn_like", "randint_like", "Tensor", "FloatTensor", "LongTensor",
+})
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                              "torch.autograd.grad_mode.no_grad", "torch.enable_grad"})
+# Calls that build a torch module: torchvision.models.*, timm.create_model, <Model>.from_pretrained
+MODULE_ROOTS = ("torchvision.models", "timm.create_model")
+MODULE_FACTORIES_SUFFIX = (".from_pretrained",)
+PRETRAINED_PACKAGES = ("transformers", "diffusers", "timm", "torchvision")
+# Packages whose calls may build a module or a tensor with grad/device evidence
+EVIDENCE_ROOTS = ("torch", "torchvision", "timm", "transformers", "diffusers")

@@ -1,0 +1,86 @@
+"""The pre-filter (byte triggers + the ``ast`` screen) and the rules read one device model (devices.py): the
+pre-filter never drops a file that the full analysis reports. Checked here over every rule's own examples
+and variants of them (the fixtures and generated programs are checked in tests/test_scale.py), with a
+mutation check that shows the check can fail."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from devlint.engine import lint_text
+from devlint.rules import all_rules, select_rules
+from devlint.runner import applicable
+from devlint.screen import AstIndex
+
+
+def hidden_findings(text: str) -> list[tuple[str, int]]:
+    """Findings of the rules the pre-filter drops for ``text`` (it must have none)."""
+    rules = select_rules(set(all_rules()))
+    kept = {r.code for r in applicable(text.encode(), rules)}
+    dropped = [r for r in rules if r.code not in kept]
+    if not dropped:
+        return []
+    return [(f.code, f.start.row) for f in lint_text(text, "<example>", dropped).findings]
+
+
+def _variants(code: str) -> list[str]:
+    """The example as written, inside a function, inside a method, after a __future__ import, with CRLF."""
+    imports = [line for line in code.splitlines() if line.startswith(("import ", "from "))]
+    body = [line for line in code.splitlines() if not line.startswith(("import ", "from "))]
+    head = "\n".join(imports)
+    in_func = head + "\ndef wrapped():\n" + textwrap.indent("\n".join(body) or "pass", "    ") + "\n"
+    in_method = head + "\nclass Wrapped:\n    def run(self):\n" + textwrap.indent("\n".join(body) or "pass", "        ") + "\n"
+    return [code, in_func, in_method, "from __future__ import annotations\n" + code, code.replace("\n", "\r\n")]
+
+
+EXAMPLES = [(code, kind, i, example.code)
+            for code, cls in all_rules().items()
+            for kind, examples in (("valid", cls.VALID), ("invalid", cls.INVALID))
+            for i, example in enumerate(examples)]
+
+
+@pytest.mark.parametrize("code, kind, i, source", EXAMPLES, ids=[f"{c}-{k}-{i}" for c, k, i, _ in EXAMPLES])
+def test_prefilter_keeps_every_example_finding(code, kind, i, source):
+    for variant in _variants(source):
+        try:
+            compile(variant, "<variant>", "exec")
+        except SyntaxError:
+            continue  # a variant that is not Python (a wrapped `from __future__`): nothing to compare
+        assert hidden_findings(variant) == [], variant
+
+
+def test_the_invalid_examples_pass_the_prefilter_for_their_rule():
+    for code, cls in all_rules().items():
+        for example in cls.INVALID:
+            assert code in {r.code for r in applicable(example.code.encode(), select_rules({code}))}, example.code
+
+
+def _all_hidden() -> list[tuple[str, int]]:
+    return [h for _, _, _, source in EXAMPLES for variant in _variants(source) for h in hidden_findings(variant)]
+
+
+@pytest.mark.parametrize("mutation", ["strings-only-strict", "no-numpy-evidence", "no-cuda-method", "no-trigger"])
+def test_mutation_check_can_fail(monkeypatch, mutation):
+    """Break one question of the pre-filter (not the rules): the differential check must notice."""
+    if mutation == "strings-only-strict":
+        real = AstIndex.device_strings
+        monkeypatch.setattr(AstIndex, "device_strings", lambda self: [s for s in real(self) if s[1] == "strict"])
+    elif mutation == "no-numpy-evidence":
+        monkeypatch.setattr(AstIndex, "numpy_with_evidence", lambda self: False)
+    elif mutation == "no-cuda-method":  # DEV001's screen forgets .cuda() calls
+        from devlint import devices
+
+        rule = all_rules()["DEV001"]
+        monkeypatch.setattr(rule, "screen", lambda self, index: index.imports_torch and any(
+            devices.is_cuda_device(value) for value, _ in index.device_strings()))
+    else:
+        rule = all_rules()["DEV004"]
+        monkeypatch.setattr(rule, "triggers", _Never())
+    assert _all_hidden(), f"mutation {mutation} went unnoticed"
+
+
+class _Never:
+    def search(self, data: bytes) -> None:
+        return None
