@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from devlint.context import Context, dotted_name
-from devlint.devices import CANONICAL_DEVICE_VARS, DEVICE_CONSTRUCTOR, InvalidDeviceString, parse_device
+from devlint.devices import CANONICAL_DEVICE_VARS, DEVICE_ATTRIBUTE, DEVICE_CONSTRUCTOR, InvalidDeviceString, parse_device
 from devlint.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -334,7 +334,7 @@ def is_device_expr(ctx: Context, expr: cst.BaseExpression | None, self_name: str
         ok_left = (isinstance(left, cst.Name) and left.value == self_name) or is_device_expr(ctx, left, self_name)
         return ok_left and is_device_expr(ctx, expr.right, self_name)
     if isinstance(expr, cst.Attribute):
-        return expr.attr.value == "device" and ctx.qualname(expr) is None  # x.device, not torch.device
+        return expr.attr.value == DEVICE_ATTRIBUTE and ctx.qualname(expr) is None  # x.device, not torch.device
     if isinstance(expr, cst.Call):
         qn = ctx.qualname(expr.func)
         if qn in _DEVICE_FUNCS:

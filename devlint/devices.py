@@ -126,6 +126,11 @@ def suggest(text: str) -> tuple[str | None, bool]:
     return None, False
 
 
+def is_cpu_device(value: str) -> bool:
+    """Does this string put a tensor on the CPU ("cpu", "cpu:0")?"""
+    return value.split(":")[0] == "cpu"
+
+
 def is_cuda_device(value: str) -> bool:
     """A valid CUDA device string ("cuda", "cuda:1"); an invalid one is DEV003's business."""
     if not value.startswith("cuda"):
@@ -287,6 +292,8 @@ CUDA_INIT_CALLS = frozenset({
 CUDA_ENV_VARS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
 ENV_WRITE_CALLS = frozenset({"os.environ.update", "os.environ.setdefault", "os.putenv"})
 CUDA_METHOD = "cuda"  # Tensor.cuda / Module.cuda
+CPU_METHOD = "cpu"  # Tensor.cpu / Module.cpu
+DEVICE_ATTRIBUTE = "device"  # tensor.device, model.device (HF), accelerator.device: a torch.device
 CUDA_METHOD_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})  # what torch's .cuda() takes
 
 

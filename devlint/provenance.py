@@ -115,7 +115,7 @@ def _merge_env(a: dict[str, Val | None], b: dict[str, Val | None]) -> dict[str, 
 def _is_cpu_device(ctx: Context, expr: cst.BaseExpression) -> bool:
     value = string_value(expr)
     if value is not None:
-        return value.split(":")[0] == "cpu"
+        return devices.is_cpu_device(value)
     if isinstance(expr, cst.Call) and ctx.qualname(expr.func) == devices.DEVICE_CONSTRUCTOR and expr.args:
         return _is_cpu_device(ctx, expr.args[0].value)
     return False
@@ -272,7 +272,8 @@ class Provenance:
             # model.to(device) / model.cuda() move a module in place
             func = small.value.func
             value = self._eval(small.value, env, no_grad)
-            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu") and isinstance(func.value, cst.Name):
+            moves = (devices.MOVE_METHOD, devices.CUDA_METHOD, devices.CPU_METHOD)
+            if isinstance(func, cst.Attribute) and func.attr.value in moves and isinstance(func.value, cst.Name):
                 current = env.get(func.value.value)
                 if current is not None and current.kind == "module" and value is not None:
                     env = dict(env)
@@ -392,9 +393,9 @@ class Provenance:
             if isinstance(rg, cst.Name) and rg.value == "True":
                 grad = "created with requires_grad=True"
             nograd = rg is None or (isinstance(rg, cst.Name) and rg.value == "False")
-            dev = kwargs.get("device")
+            dev = kwargs.get(devices.DEVICE_KEYWORD)
             cpu = dev is None and not self.default_device
-            if isinstance(dev, cst.Attribute) and dev.attr.value == "device":
+            if isinstance(dev, cst.Attribute) and dev.attr.value == devices.DEVICE_ATTRIBUTE:
                 # device=other.device: wherever `other` is, if we know
                 other = self._eval(dev.value, env, no_grad)
                 gpu = other.gpu if other is not None else None
@@ -453,12 +454,12 @@ class Provenance:
                                nograd=recv.nograd and prev.nograd, cpu=recv.cpu and prev.cpu)
                 self.numpy_receivers[call] = recv
             return None
-        if method == "cuda":
+        if method == devices.CUDA_METHOD:
             if recv is None:
                 return Val("tensor", None, "moved with .cuda()", torch=True, moved=True)
             return replace(recv, gpu="moved with .cuda()", cpu=False)
-        if method == "to":
-            target = call.args[0].value if call.args and call.args[0].keyword is None else kwargs.get("device")
+        if method == devices.MOVE_METHOD:
+            target = call.args[0].value if call.args and call.args[0].keyword is None else kwargs.get(devices.DEVICE_KEYWORD)
             if target is None or _is_dtype(ctx, target) or isinstance(target, cst.Attribute) and (ctx.qualname(target) or "").startswith("torch.") and "device" not in ctx.code(target):
                 return recv
             if _is_cpu_device(ctx, target):
@@ -472,7 +473,7 @@ class Provenance:
         if recv is None:
             return None
         if recv.kind == "module" or recv.moved:
-            if method == "cpu":
+            if method == devices.CPU_METHOD:
                 return replace(recv, gpu=None, cpu=True)
             if method in MODULE_KEEP:
                 return recv
@@ -480,7 +481,7 @@ class Provenance:
                 return self._module_output(recv, args, complete, no_grad, ctx.code(func.value))
             if recv.kind == "module":
                 return None
-        if method == "cpu":
+        if method == devices.CPU_METHOD:
             return replace(recv, gpu=None, cpu=True)
         if method in ("detach", "detach_"):
             return replace(recv, grad=None, nograd=True)

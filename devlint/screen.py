@@ -168,7 +168,7 @@ class AstIndex:
             last = (rest or target).rsplit(".", 1)[-1]
             if last[:1].isupper() or last == "from_pretrained":
                 return True
-            if any(k.arg in ("requires_grad", "device") for k in call.keywords):
+            if any(k.arg in ("requires_grad", devices.DEVICE_KEYWORD) for k in call.keywords):
                 return True
         return False
 
