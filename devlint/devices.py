@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
+
+from devlint.diagnostics import StrEnum
 
 # torch.device's accepted device types, in the order torch lists them in its error message.
 DEVICE_TYPES = (
@@ -162,7 +163,7 @@ def rejection(value: str) -> str | None:
 
 
 # --- device positions ---------------------------------------------------------------------------------
-class UseKind(str, Enum):
+class UseKind(StrEnum):
     """How a value is used as a device."""
 
     TORCH_DEVICE = "torch.device"  # torch.device(value) / torch.device(type=value)

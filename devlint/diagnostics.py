@@ -12,12 +12,23 @@ from enum import Enum
 from typing import Any
 
 
-class Applicability(str, Enum):
+class StrEnum(str, Enum):
+    """An enum whose members are their string values, in f-strings too (on every Python; 3.11's
+    ``enum.StrEnum`` is not in 3.10, and ``(str, Enum)`` formats as ``Name.MEMBER`` from 3.12)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Applicability(StrEnum):
     SAFE = "safe"  # applied by --fix
     UNSAFE = "unsafe"  # applied by --fix --unsafe-fixes: may change behaviour
 
 
-class FixAvailability(str, Enum):
+class FixAvailability(StrEnum):
     """Does a rule come with a fix (ruff's "Fix is always / sometimes available")?"""
 
     ALWAYS = "always"

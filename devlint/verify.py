@@ -22,13 +22,21 @@ import tempfile
 import textwrap
 from dataclasses import dataclass, field
 
-from devlint.diagnostics import Finding, Position
+from devlint.diagnostics import Finding, Position, StrEnum
 from devlint.probes import Needs, Probe, evidence_examples, probe_for
 from devlint.rules import all_rules
 
-CONFIRMED = "confirmed"
-NOT_REPRODUCED = "not reproduced"
-INCONCLUSIVE = "inconclusive"
+class Verdict(StrEnum):
+    """What running a finding's probe on a target showed."""
+
+    CONFIRMED = "confirmed"
+    NOT_REPRODUCED = "not reproduced"
+    INCONCLUSIVE = "inconclusive"
+    CLEAN = "clean"  # the fixed probe ran without error
+    FAILED = "failed"  # the fixed probe raised
+
+
+CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE = Verdict.CONFIRMED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE
 MARK = "DEVLINT-RESULT "
 
 # The harness every probe runs in: each probe's body in its own function, its outcome one JSON line.
@@ -72,7 +80,7 @@ class Target:
 
 @dataclass
 class Outcome:
-    verdict: str
+    verdict: Verdict
     detail: str = ""
 
 
@@ -161,8 +169,8 @@ def _judge_before(probe: Probe, target: Target, raw: dict) -> Outcome:
     if status in ("timeout", "died"):
         return Outcome(INCONCLUSIVE, detail)
     if probe.judge is not None and status == "ok":
-        verdict, why = probe.judge(raw["result"])  # type: ignore[operator]
-        return Outcome(verdict, why)
+        verdict, why = probe.judge(raw["result"])
+        return Outcome(Verdict(verdict), why)
     if status == "raised":
         if re.search(probe.expect, detail):
             return Outcome(CONFIRMED, detail)
@@ -172,8 +180,8 @@ def _judge_before(probe: Probe, target: Target, raw: dict) -> Outcome:
 
 def _judge_after(raw: dict) -> Outcome:
     if raw["status"] == "ok":
-        return Outcome("clean")
-    return Outcome("failed", raw["detail"])
+        return Outcome(Verdict.CLEAN)
+    return Outcome(Verdict.FAILED, raw["detail"])
 
 
 def _absent(probe: Probe, target: Target) -> str | None:

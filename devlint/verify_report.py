@@ -11,7 +11,7 @@ def _outcome(o: Outcome | None) -> dict | None:
     return None if o is None else {"verdict": o.verdict, "detail": o.detail}
 
 
-def _fix_cell(v: Verified, targets: list[Target]) -> str:
+def _fix_cell(v: Verified) -> str:
     if not v.after:
         return "not run" if v.has_fix else "no fix"
     states = {o.verdict for o in v.after.values()}
@@ -41,7 +41,7 @@ def render_verified(verified: list[Verified], targets: list[Target], fmt: str) -
     for v in verified:
         f = v.finding
         rows.append([f"{f.path}:{f.start.row}:{f.start.column}", f.code,
-                     *[v.before[t.name].verdict if t.name in v.before else "-" for t in targets], _fix_cell(v, targets)])
+                     *[v.before[t.name].verdict if t.name in v.before else "-" for t in targets], _fix_cell(v)])
     out = _table(rows)
     seen: set[str] = set()
     for v in verified:

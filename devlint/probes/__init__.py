@@ -12,14 +12,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
 from types import ModuleType
 from typing import Any
 
-from devlint.diagnostics import Evidence, Finding
+from devlint.diagnostics import Evidence, Finding, StrEnum
 
 
-class Needs(str, Enum):
+class Needs(StrEnum):
     """What a target must have for a probe to show its bug."""
 
     ACCELERATOR = "accelerator"  # GPU evidence must be placed on a GPU (cuda or mps)
