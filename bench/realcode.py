@@ -169,7 +169,7 @@ def _fetch_github(source: Source, tree: Path, mirror: Path) -> None:
                               check=True, capture_output=True).stdout
     else:
         url = f"https://codeload.github.com/{source.repo}/tar.gz/{source.commit}"
-        with urllib.request.urlopen(url, timeout=120) as response:  # noqa: S310 - a pinned https URL
+        with urllib.request.urlopen(url, timeout=120) as response:  # a pinned https URL
             data = response.read()
     mode = "r:" if data[257:262] == b"ustar" else "r:gz"
     with tarfile.open(fileobj=io.BytesIO(data), mode=mode) as tf:
@@ -249,10 +249,30 @@ def main(argv: list[str] | None = None) -> int:
 
     sources = [s for s in load_sources() if (not args.source or s.id in args.source)]
     halves = ("tune", "holdout") if args.half == "both" else (args.half,)
-    report: dict[str, object] = {"sources": {}}
     per_half: dict[str, dict[str, Tally]] = {h: defaultdict(Tally) for h in halves}
-    counts = Counter()
+    counts: Counter[str] = Counter()
     started = time.perf_counter()
+    report: dict[str, object] = {"sources": _score_sources(sources, halves, args, per_half, counts)}
+    out = []
+    for half in halves:
+        out.append(table(half, per_half[half], counts[f"{half}-sources"], counts[f"{half}-labels"]))
+        if args.details:
+            out += _details(half, per_half[half])
+        report[half] = {code: {"tp": t.tp, "fp": t.fp, "fn": t.fn, "unlabelled": t.unlabelled,
+                               "precision": t.precision, "recall": t.recall}
+                        for code, t in per_half[half].items()}
+    print("\n".join(out))
+    print(f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def _score_sources(sources: list[Source], halves: tuple[str, ...], args: argparse.Namespace,
+                   per_half: dict[str, dict[str, Tally]], counts: Counter[str]) -> dict[str, object]:
+    """Fetch, lint and score each source of ``halves``, adding to ``per_half`` (half -> rule -> tally) and
+    ``counts``; the report's entry per source."""
+    report: dict[str, object] = {}
     for source in sources:
         if source.half not in halves:
             continue
@@ -264,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         counts[f"{source.half}-labels"] += len(labels)
         for code, t in tallies.items():
             per_half[source.half][code].add(t)
-        report["sources"][source.id] = {  # type: ignore[index]
+        report[source.id] = {
             "half": source.half, "pin": source.pin, "labels": len(labels),
             "findings": [{"path": p, "line": n, "code": c, "message": m} for p, n, c, m in findings],
         }
@@ -275,23 +295,15 @@ def main(argv: list[str] | None = None) -> int:
             for p, n, c, m in findings:
                 lb = by_key.get((p, n, c))
                 print(f"  {p}:{n}: {c} [{lb.verdict if lb else 'unlabelled'}] {m[:110]}")
-    out = []
-    for half in halves:
-        out.append(table(half, per_half[half], counts[f"{half}-sources"], counts[f"{half}-labels"]))
-        if args.details:
-            for code, t in sorted(per_half[half].items()):
-                for kind in ("fp", "fn", "unlabelled"):
-                    for line in t.examples.get(kind, []):
-                        out.append(f"  [{half} {kind}] {line}")
-        report[half] = {code: {"tp": t.tp, "fp": t.fp, "fn": t.fn, "unlabelled": t.unlabelled,
-                               "precision": t.precision, "recall": t.recall}
-                        for code, t in per_half[half].items()}
-    print("\n".join(out))
-    print(f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return report
 
+
+def _details(half: str, tallies: dict[str, Tally]) -> list[str]:
+    """The false positives, misses and unlabelled findings of one half, rule by rule."""
+    return [f"  [{half} {kind}] {line}"
+            for _, t in sorted(tallies.items())
+            for kind in ("fp", "fn", "unlabelled")
+            for line in t.examples.get(kind, [])]
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
