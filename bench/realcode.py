@@ -143,7 +143,8 @@ def fetch(source: Source, cache: Path, mirror: Path) -> Path:
         else:
             _fetch_github(source, tree, mirror)
         done.write_text("ok\n")
-    root = _single_top(dest / "tree")
+    # a PyPI artifact's single top folder (name-version/) is stripped; a GitHub snapshot is the repo's root
+    root = _single_top(dest / "tree") if source.kind == "pypi" else dest / "tree" / "src"
     return root / source.subdir if source.subdir else root
 
 
@@ -163,17 +164,55 @@ def _fetch_pypi(source: Source, tree: Path) -> None:
 
 
 def _fetch_github(source: Source, tree: Path, mirror: Path) -> None:
-    local = mirror / source.repo.replace("/", "+") / "repo"
-    if local.is_dir():
-        data = subprocess.run(["git", "--git-dir", str(local), "archive", "--format=tar", source.commit],
-                              check=True, capture_output=True).stdout
-    else:
-        url = f"https://codeload.github.com/{source.repo}/tar.gz/{source.commit}"
-        with urllib.request.urlopen(url, timeout=120) as response:  # a pinned https URL
-            data = response.read()
-    mode = "r:" if data[257:262] == b"ustar" else "r:gz"
-    with tarfile.open(fileobj=io.BytesIO(data), mode=mode) as tf:
-        tf.extractall(tree, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(tree)
+    local = _mirror_git_dir(mirror, source.repo)
+    if local is not None:
+        _extract_python_files(local, source.commit, tree)
+        return
+    url = f"https://codeload.github.com/{source.repo}/tar.gz/{source.commit}"
+    with urllib.request.urlopen(url, timeout=120) as response:  # a pinned https URL
+        data = response.read()
+    unpacked = tree / "unpacked"
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tf:
+        tf.extractall(unpacked, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(unpacked)
+    _single_top(unpacked).rename(tree / "src")  # codeload's owner-name-commit/ folder is the repo's root
+
+
+def _mirror_git_dir(mirror: Path, repo: str) -> Path | None:
+    """The mirror's git directory of ``owner/name`` (``repo`` a bare git dir, or ``repo/.git``)."""
+    base = mirror / repo.replace("/", "+") / "repo"
+    for candidate in (base, base / ".git"):
+        if (candidate / "HEAD").is_file():
+            return candidate
+    return None
+
+
+def _extract_python_files(git_dir: Path, commit: str, tree: Path) -> None:
+    """The commit's ``.py`` files (a snapshot may lack large data files: only sources are needed)."""
+    listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
+                             check=True, capture_output=True).stdout
+    entries = []
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        meta, _, name = record.partition(b"\t")
+        _mode, kind, sha = meta.split()
+        if kind == b"blob" and name.endswith(b".py"):
+            entries.append((sha.decode(), name.decode("utf-8", "surrogateescape")))
+    batch = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+                           input="".join(f"{sha}\n" for sha, _ in entries).encode(),
+                           check=True, capture_output=True).stdout
+    pos = 0
+    for _, name in entries:
+        end = batch.index(b"\n", pos)
+        header = batch[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[1] == b"missing":
+            continue
+        size = int(header[2])
+        target = tree / "src" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(batch[pos:pos + size])
+        pos += size + 1
 
 
 # --- linting and scoring -------------------------------------------------------------------------------
