@@ -3,9 +3,9 @@ a device, and which device variable is in scope. Rules ask; nothing here reports
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-
+from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.context import Context, children, dotted_name
@@ -39,7 +39,7 @@ def string_value(node: cst.CSTNode) -> str | None:
 is_device_var_name = devices.is_device_name
 
 
-def _walk_expr(node: cst.CSTNode):
+def _walk_expr(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Yield ``node`` and its sub-expressions (not into lambdas)."""
     stack = [node]
     while stack:
@@ -82,8 +82,8 @@ class Guards:
                 if name in devices.AVAILABILITY_CALLS or devices.is_guard_text(name.split(".")[-1]):
                     return True
             elif isinstance(sub, (cst.Name, cst.Attribute)):
-                name = dotted_name(sub)
-                if name and (name in self.guard_names or devices.is_guard_text(name)):
+                dotted = dotted_name(sub)
+                if dotted and (dotted in self.guard_names or devices.is_guard_text(dotted)):
                     return True
             elif isinstance(sub, (cst.SimpleString, cst.ConcatenatedString)):
                 # a condition that mentions a device: device.type == "cuda", provider in ("CUDAExecutionProvider",)
@@ -112,7 +112,7 @@ class Guards:
                     return True
         return False
 
-    def _first_guard_index(self, block: cst.CSTNode, body) -> int | None:  # type: ignore[no-untyped-def]
+    def _first_guard_index(self, block: cst.CSTNode, body: Sequence[cst.BaseStatement]) -> int | None:
         if block not in self._block_guard:
             found = None
             for i, stmt in enumerate(body):
@@ -191,10 +191,10 @@ class DeviceUses:
             if param is not None and not parameter_used_as_device(ctx, param, self):
                 del self._device_arg_nodes[arg]
         for arg in list(self._device_arg_nodes):
-            call = ctx.parent(arg)
+            parent = ctx.parent(arg)
             name = dotted_name(arg.value)
-            if name and isinstance(call, cst.Call):
-                where = (ctx.enclosing_function(call), name)
+            if name and isinstance(parent, cst.Call):
+                where = (ctx.enclosing_function(parent), name)
                 self.device_names.add(where)
                 self._anywhere.add(name)
                 if self.reaches_torch(arg):
@@ -285,8 +285,10 @@ class DeviceUses:
                 return None  # torch.device("cuda") in devices / == x.device / .type: compared, never used
             return DeviceUse(kind, expr)
         func = call.func
-        if arg.keyword is not None and arg.keyword.value == devices.ARGPARSE_KEYWORD and isinstance(func, cst.Attribute) \
-                and devices.is_argparse_device(func.attr.value, [string_value(a.value) for a in call.args if a.keyword is None]):
+        if arg.keyword is None or arg.keyword.value != devices.ARGPARSE_KEYWORD or not isinstance(func, cst.Attribute):
+            return None
+        options = [string_value(a.value) for a in call.args if a.keyword is None]
+        if devices.is_argparse_device(func.attr.value, options):
             return DeviceUse(UseKind.ARGPARSE, expr)
         return None
 
@@ -305,7 +307,8 @@ def parameter_used_as_device(ctx: Context, param: cst.Param, uses: DeviceUses | 
     ``device=p``, ``torch.device(p)``), passed on to a callee outside torch (which may do so), or let out
     (assigned, returned, stored)? Reading it (``p == "cuda"``, ``p.type``) or handing it to a torch call in
     no device position (``torch.get_autocast_dtype(p)``) places no tensor."""
-    func = ctx.parent(ctx.parent(param))  # Param -> Parameters -> FunctionDef / Lambda
+    params = ctx.parent(param)  # Param -> Parameters -> FunctionDef / Lambda
+    func = ctx.parent(params) if params is not None else None
     name = param.name.value
     uses = uses if uses is not None else device_uses(ctx)
     for node in ctx.nodes(cst.Name):

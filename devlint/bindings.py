@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from devlint.context import Context, dotted_name
-from devlint.devices import CANONICAL_DEVICE_VARS, DEVICE_ATTRIBUTE, DEVICE_CONSTRUCTOR, InvalidDeviceString, parse_device
+from devlint.devices import (
+    CANONICAL_DEVICE_VARS,
+    DEVICE_ATTRIBUTE,
+    DEVICE_CONSTRUCTOR,
+    InvalidDeviceString,
+    parse_device,
+)
 from devlint.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -31,7 +37,7 @@ else:
 _DEVICE_FUNCS = frozenset({DEVICE_CONSTRUCTOR, "torch.get_default_device"})
 
 
-def _scope_types() -> tuple[type, ...]:
+def _scope_types() -> tuple[type[cst.CSTNode], ...]:
     return (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -61,6 +67,16 @@ class Bindings:
         for kind in _scope_types():
             for node in ctx.nodes(kind):
                 self.scopes[node] = Scope(node)
+        self._add_assignments()
+        self._add_targets()
+        self._add_imports()
+        self._add_definitions()
+        self._add_declarations()
+        self._add_match_captures()
+
+    def _add_assignments(self) -> None:
+        """``x = ...`` (the value kept for a plain ``name = value``), ``x: T = ...``, ``x += ...``."""
+        ctx = self.ctx
         for assign in ctx.nodes(cst.Assign):
             for target in assign.targets:
                 value = assign.value if isinstance(target.target, cst.Name) and len(assign.targets) == 1 else None
@@ -69,6 +85,11 @@ class Bindings:
             self._targets(ann.target, ann, ann.value)
         for aug in ctx.nodes(cst.AugAssign):
             self._targets(aug.target, aug, None)
+
+    def _add_targets(self) -> None:
+        """The other bindings of a target: ``for``, comprehensions, ``with ... as``, ``except ... as``, ``:=``
+        (in the enclosing function's scope) and ``del``."""
+        ctx = self.ctx
         for loop in ctx.nodes(cst.For):
             self._targets(loop.target, loop, None)
         for comp in ctx.nodes(cst.CompFor):
@@ -83,39 +104,60 @@ class Bindings:
             self._bind(walrus.target, walrus, self._function_scope(walrus))
         for dele in ctx.nodes(cst.Del):
             self._targets(dele.target, dele, None)
+
+    def _add_imports(self) -> None:
+        """``import a.b`` binds ``a``, ``import a.b as c`` binds ``c``, ``from a import b [as c]`` binds ``b``
+        (``c``); a star import binds nothing this can name."""
+        ctx = self.ctx
         for imp in ctx.nodes(cst.Import):
             for alias in imp.names:
-                name = alias.asname.name if alias.asname is not None else None
-                bound = name.value if isinstance(name, cst.Name) else (dotted_name(alias.name) or "").split(".")[0]
+                asname = alias.asname.name if alias.asname is not None else None
+                bound = asname.value if isinstance(asname, cst.Name) else (dotted_name(alias.name) or "").split(".")[0]
                 self._add(Binding(bound, imp), imp)
-        for imp in ctx.nodes(cst.ImportFrom):
-            if isinstance(imp.names, cst.ImportStar):
+        for imp_from in ctx.nodes(cst.ImportFrom):
+            if isinstance(imp_from.names, cst.ImportStar):
                 continue
-            for alias in imp.names:
+            for alias in imp_from.names:
                 name = alias.asname.name if alias.asname is not None else alias.name
                 if isinstance(name, cst.Name):
-                    self._add(Binding(name.value, imp), imp)
-        for kind in (cst.FunctionDef, cst.ClassDef):
-            for node in ctx.nodes(kind):
-                self._add(Binding(node.name.value, node), node)
-        for kind in (cst.FunctionDef, cst.Lambda):
-            for func in ctx.nodes(kind):
-                params = func.params
-                for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
-                    self.scopes[func].add(Binding(p.name.value, p, p.default))
-                for star in (params.star_arg, params.star_kwarg):
-                    if isinstance(star, cst.Param):
-                        self.scopes[func].add(Binding(star.name.value, star))
-        for kind in (cst.Global, cst.Nonlocal):
-            for decl in ctx.nodes(kind):
-                scope = self.scopes[self.scope_of(decl)]
-                scope.declared.update(item.name.value for item in decl.names)
+                    self._add(Binding(name.value, imp_from), imp_from)
+
+    def _add_definitions(self) -> None:
+        """``def f`` / ``class C`` bind their name; a function's or lambda's parameters bind in its scope."""
+        ctx = self.ctx
+        for func in ctx.nodes(cst.FunctionDef):
+            self._add(Binding(func.name.value, func), func)
+        for cls in ctx.nodes(cst.ClassDef):
+            self._add(Binding(cls.name.value, cls), cls)
+        for func in ctx.nodes(cst.FunctionDef):
+            self._add_params(func)
+        for lam in ctx.nodes(cst.Lambda):
+            self._add_params(lam)
+
+    def _add_params(self, func: cst.FunctionDef | cst.Lambda) -> None:
+        params = func.params
+        for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+            self.scopes[func].add(Binding(p.name.value, p, p.default))
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self.scopes[func].add(Binding(star.name.value, star))
+
+    def _add_declarations(self) -> None:
+        """``global`` / ``nonlocal`` names: declared in the scope, bound elsewhere."""
+        declarations: list[cst.Global | cst.Nonlocal] = [*self.ctx.nodes(cst.Global), *self.ctx.nodes(cst.Nonlocal)]
+        for decl in declarations:
+            scope = self.scopes[self.scope_of(decl)]
+            scope.declared.update(item.name.value for item in decl.names)
+
+    def _add_match_captures(self) -> None:
+        """``case x`` / ``case [*rest]`` capture patterns (a LibCST without match statements has none)."""
         for kind_name in ("MatchAs", "MatchStar"):
-            kind = getattr(cst, kind_name, None)
+            kind: type[cst.CSTNode] | None = getattr(cst, kind_name, None)
             if kind is not None:
-                for node in ctx.nodes(kind):
-                    if isinstance(getattr(node, "name", None), cst.Name):
-                        self._add(Binding(node.name.value, node), node)
+                for node in self.ctx.nodes(kind):
+                    name = getattr(node, "name", None)
+                    if isinstance(name, cst.Name):
+                        self._add(Binding(name.value, node), node)
 
     # --- building ------------------------------------------------------------------------
     def _targets(self, target: cst.CSTNode, node: cst.CSTNode, value: cst.BaseExpression | None) -> None:
@@ -317,16 +359,7 @@ def is_device_expr(ctx: Context, expr: cst.BaseExpression | None, self_name: str
     if expr is None:
         return False
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
-        from devlint.analysis import string_value
-
-        value = string_value(expr)
-        if value is None:
-            return False
-        try:
-            parse_device(value)
-        except InvalidDeviceString:
-            return False
-        return True
+        return _is_device_string(expr)
     if isinstance(expr, cst.IfExp):
         return is_device_expr(ctx, expr.body, self_name) and is_device_expr(ctx, expr.orelse, self_name)
     if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
@@ -342,6 +375,20 @@ def is_device_expr(ctx: Context, expr: cst.BaseExpression | None, self_name: str
         if isinstance(expr.func, cst.Name) and qn is None:
             return _returns_device(ctx, expr.func.value)
     return False
+
+
+def _is_device_string(expr: cst.SimpleString | cst.ConcatenatedString) -> bool:
+    """A plain string literal that ``torch.device`` accepts."""
+    from devlint.analysis import string_value
+
+    value = string_value(expr)
+    if value is None:
+        return False
+    try:
+        parse_device(value)
+    except InvalidDeviceString:
+        return False
+    return True
 
 
 def _returns_device(ctx: Context, name: str) -> bool:
@@ -400,14 +447,27 @@ def _certain_in_scope(ctx: Context, scope: Scope, name: str, site: cst.CSTNode) 
     """Every binding of ``name`` in ``scope`` is a device (or the ``None`` a resolution replaces), and
     one of them runs before ``site`` on every path."""
     found = scope.bindings[name]
+    return _only_devices(ctx, found, name) and _device_before(ctx, scope, found, name, site)
+
+
+def _only_devices(ctx: Context, found: list[Binding], name: str) -> bool:
+    """Is every one of ``found`` a device binding, a ``device=None`` parameter, or an assignment of
+    ``if name is None: name = <device>``?"""
     resolvers = [b for b in found if isinstance(b.node, cst.Assign) and any(
         _resolves_none(ctx, anc, name) for anc in ctx.ancestors(b.node) if isinstance(anc, cst.If))]
     for b in found:
         if b in resolvers or _device_binding(ctx, b, name):
             continue
         if isinstance(b.node, cst.Param) and isinstance(b.node.default, cst.Name) and b.node.default.value == "None":
-            continue  # device=None: a device only once resolved (checked below)
+            continue  # device=None: a device only once resolved (checked in _device_before)
         return False
+    return True
+
+
+def _device_before(ctx: Context, scope: Scope, found: list[Binding], name: str, site: cst.CSTNode) -> bool:
+    """Does a device binding among ``found`` run before ``site`` on every path: a parameter that is a device,
+    or a statement of ``scope``'s body before the site's that resolves ``name is None`` or binds a device
+    unconditionally?"""
     site_stmt = _top_statement(ctx, site, scope.node)
     if site_stmt is None:
         return False
@@ -422,9 +482,9 @@ def _certain_in_scope(ctx: Context, scope: Scope, name: str, site: cst.CSTNode) 
             certain = True
             continue
         for b in found:
-            if b.node is stmt or any(a is stmt for a in ctx.ancestors(b.node)):
-                if _unconditional(ctx, b.node, scope.node) and _device_binding(ctx, b, name):
-                    certain = True
+            if (b.node is stmt or any(a is stmt for a in ctx.ancestors(b.node))) \
+                    and _unconditional(ctx, b.node, scope.node) and _device_binding(ctx, b, name):
+                certain = True
     return certain
 
 
@@ -449,22 +509,28 @@ def _self_device(ctx: Context, node: cst.CSTNode) -> str | None:
     table = bindings(ctx)
     if table.resolve(node, "self") is not table.scopes.get(func):
         return None
-    cls = ctx.parent(ctx.parent(func))
+    block = ctx.parent(func)  # FunctionDef -> IndentedBlock -> ClassDef
+    cls = ctx.parent(block) if block is not None else None
     if not isinstance(cls, cst.ClassDef):
         return None
     init = next((s for s in _body(cls) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
     if init is None or func is init:
         return None
+    return "self.device" if _init_sets_device(ctx, cls, init) else None
+
+
+def _init_sets_device(ctx: Context, cls: cst.ClassDef, init: cst.FunctionDef) -> bool:
+    """Is every ``self.device = ...`` in ``cls`` a plain assignment of a device, one of them in ``init``
+    where it always runs?"""
     sets = []
     for assign in ctx.nodes(cst.Assign):
         for target in assign.targets:
             if dotted_name(target.target) == "self.device" and any(a is cls for a in ctx.ancestors(assign)):
                 sets.append(assign)
-    for aug in (*ctx.nodes(cst.AnnAssign), *ctx.nodes(cst.AugAssign)):
+    others: list[cst.AnnAssign | cst.AugAssign] = [*ctx.nodes(cst.AnnAssign), *ctx.nodes(cst.AugAssign)]
+    for aug in others:
         if dotted_name(aug.target) == "self.device" and any(a is cls for a in ctx.ancestors(aug)):
-            return None
+            return False
     if not sets or not all(is_device_expr(ctx, a.value) and len(a.targets) == 1 for a in sets):
-        return None
-    if not any(ctx.enclosing_function(a) is init and _unconditional(ctx, a, init) for a in sets):
-        return None
-    return "self.device"
+        return False
+    return any(ctx.enclosing_function(a) is init and _unconditional(ctx, a, init) for a in sets)

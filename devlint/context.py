@@ -12,7 +12,8 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections import defaultdict
-from typing import TYPE_CHECKING, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from devlint.lazy import LazyModule
 
@@ -23,6 +24,7 @@ else:
     cst = LazyModule("libcst", globals(), "cst")
 
 N = TypeVar("N", bound="cst.CSTNode")
+T = TypeVar("T")
 
 
 def dotted_name(node: cst.BaseExpression | None) -> str | None:
@@ -59,7 +61,7 @@ def _fields(kind: type) -> tuple[str, ...]:
     return names
 
 
-def _index(ctx: "Context", module: cst.Module) -> None:
+def _index(ctx: Context, module: cst.Module) -> None:
     """One walk over the tree, straight through the dataclass fields (several times faster than
     LibCST's visitor dispatch): parents, source order, nodes by type, import aliases."""
     parents, order, by_type = ctx.parents, ctx.order, ctx.by_type
@@ -72,7 +74,7 @@ def _index(ctx: "Context", module: cst.Module) -> None:
         kind = type(node)
         by_type[kind].append(node)
         if kind is cst.Import or kind is cst.ImportFrom:
-            _record_import(ctx, node)  # type: ignore[arg-type]
+            _record_import(ctx, node)
         for child in reversed(children(node)):
             stack.append((child, node))
 
@@ -95,7 +97,8 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
-def _record_import(ctx: "Context", node: cst.Import | cst.ImportFrom) -> None:
+def _record_import(ctx: Context, node: cst.CSTNode) -> None:
+    """Record the aliases and modules an ``Import`` or ``ImportFrom`` binds."""
     if isinstance(node, cst.Import):
         for alias in node.names:
             full = _import_target(alias.name)
@@ -105,7 +108,7 @@ def _record_import(ctx: "Context", node: cst.Import | cst.ImportFrom) -> None:
                 root = full.split(".")[0]
                 ctx.aliases[root] = root
             ctx.imported_modules.add(full)
-    elif not node.relative and node.module is not None:
+    elif isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None:
         module = _import_target(node.module)
         ctx.imported_modules.add(module)
         if not isinstance(node.names, cst.ImportStar):
@@ -131,13 +134,14 @@ class Context:
         self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
         self.aliases: dict[str, str] = {}  # bound name -> qualified name
         self.imported_modules: set[str] = set()
-        self._positions: dict | None = None
+        self._positions: dict[cst.CSTNode, CodeRange] | None = None
         self._cache: dict[str, object] = {}  # shared analyses, computed once per module
         _index(self, module)
 
     # --- structure -------------------------------------------------------------------------
     def nodes(self, kind: type[N]) -> list[N]:
-        return self.by_type.get(kind, [])  # type: ignore[return-value]
+        # by_type holds the nodes of each type under that type: the list of ``kind`` is a list of N
+        return cast("list[N]", self.by_type.get(kind, []))
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(node)
@@ -154,11 +158,12 @@ class Context:
                 return anc
         return None
 
-    def shared(self, key: str, factory):  # type: ignore[no-untyped-def]
-        """A per-module analysis computed once and shared by every rule that asks for it."""
+    def shared(self, key: str, factory: Callable[[Context], T]) -> T:
+        """A per-module analysis computed once and shared by every rule that asks for it (``key`` names
+        what ``factory`` builds: one key, one type)."""
         if key not in self._cache:
             self._cache[key] = factory(self)
-        return self._cache[key]
+        return cast(T, self._cache[key])
 
     # --- names -----------------------------------------------------------------------------
     def qualname(self, node: cst.BaseExpression | None) -> str | None:

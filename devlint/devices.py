@@ -42,45 +42,55 @@ def _is_alpha(ch: str) -> bool:
     return ("a" <= ch <= "z") or ("A" <= ch <= "Z")
 
 
-def parse_device(text: str) -> DeviceString:
-    """Parse like ``torch.device(text)``; raise :class:`InvalidDeviceString` with torch's message."""
-    if not text:
-        raise InvalidDeviceString("Device string must not be empty")
+def _step(state: str, ch: str, name: list[str], index: list[str]) -> str:
+    """One character of torch's device-string state machine (``start`` -> ``index_start`` ->
+    ``index_rest``, or ``error``): the next state; the character is appended to ``name`` or ``index``."""
+    if state == "start":
+        if ch == ":":
+            return "index_start"
+        if _is_alpha(ch) or ch == "_":
+            name.append(ch)
+            return state
+        return "error"
+    if state == "index_start":
+        if ch.isascii() and ch.isdigit():
+            index.append(ch)
+            return "index_rest"
+        return "error"
+    # "index_rest": one more digit, after a first digit that is not 0
+    if index[0] == "0" or not (ch.isascii() and ch.isdigit()):
+        return "error"
+    index.append(ch)
+    return state
+
+
+def _scan(text: str) -> tuple[str, str, str]:
+    """Run the state machine over ``text`` up to its first error: (device type, index digits, final state)."""
     name: list[str] = []
     index: list[str] = []
     state = "start"
     for ch in text:
-        if state == "start":
-            if ch == ":":
-                state = "index_start"
-            elif _is_alpha(ch) or ch == "_":
-                name.append(ch)
-            else:
-                state = "error"
-        elif state == "index_start":
-            if ch.isascii() and ch.isdigit():
-                index.append(ch)
-                state = "index_rest"
-            else:
-                state = "error"
-        elif state == "index_rest":
-            if index[0] == "0" or not (ch.isascii() and ch.isdigit()):
-                state = "error"
-            else:
-                index.append(ch)
+        state = _step(state, ch, name, index)
         if state == "error":
             break
-    if not name or state == "error" or (state == "index_start" and not index):
+    return "".join(name), "".join(index), state
+
+
+def parse_device(text: str) -> DeviceString:
+    """Parse like ``torch.device(text)``; raise :class:`InvalidDeviceString` with torch's message."""
+    if not text:
+        raise InvalidDeviceString("Device string must not be empty")
+    device_type, index, state = _scan(text)
+    if not device_type or state == "error" or (state == "index_start" and not index):
         raise InvalidDeviceString(f"Invalid device string: '{text}'")
     idx: int | None = None
     if index:
-        value = int("".join(index))
+        value = int(index)
         if value > _INT32_MAX:
             raise InvalidDeviceString(
-                f"Could not parse device index '{''.join(index)}' in device string '{text}'"
+                f"Could not parse device index '{index}' in device string '{text}'"
             )
         idx = value
-    device_type = "".join(name)
     if device_type not in DEVICE_TYPES:
         raise InvalidDeviceString(
             f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device string: {device_type}"
@@ -96,6 +106,22 @@ def is_valid(text: str) -> bool:
     return True
 
 
+def _typed_candidate(dev: str, rest: str) -> tuple[str, bool] | None:
+    """The correction (and whether it is safe) of a lower-cased string that starts with device type ``dev``
+    and goes on with ``rest``; None when ``rest`` is no index spelling this knows."""
+    if rest.isdigit():  # "cuda0" -> "cuda:0", "cuda01" -> "cuda:1"
+        return f"{dev}:{int(rest)}", True
+    if rest.startswith(":+") and rest[2:].isdigit():  # "cuda:+1"
+        return f"{dev}:{int(rest[2:])}", True
+    if rest.startswith(":") and rest[1:].isdigit():  # "cuda:01"
+        return f"{dev}:{int(rest[1:])}", True
+    if rest == ":":  # "cuda:"
+        return dev, True
+    if rest.startswith(":-") and rest[2:].isdigit():  # "cuda:-1": the current device
+        return dev, False
+    return None
+
+
 def suggest(text: str) -> tuple[str | None, bool]:
     """A corrected device string for ``text`` and whether the correction is safe (intent unambiguous).
 
@@ -107,17 +133,9 @@ def suggest(text: str) -> tuple[str | None, bool]:
     candidates.append((lowered, True))  # "CUDA" -> "cuda"
     for dev in sorted(DEVICE_TYPES, key=len, reverse=True):
         if lowered.startswith(dev):
-            rest = lowered[len(dev):]
-            if rest.isdigit():  # "cuda0" -> "cuda:0", "cuda01" -> "cuda:1"
-                candidates.append((f"{dev}:{int(rest)}", True))
-            elif rest.startswith(":+") and rest[2:].isdigit():  # "cuda:+1"
-                candidates.append((f"{dev}:{int(rest[2:])}", True))
-            elif rest.startswith(":") and rest[1:].isdigit():  # "cuda:01"
-                candidates.append((f"{dev}:{int(rest[1:])}", True))
-            elif rest == ":":  # "cuda:"
-                candidates.append((dev, True))
-            elif rest.startswith(":-") and rest[2:].isdigit():  # "cuda:-1": the current device
-                candidates.append((dev, False))
+            typed = _typed_candidate(dev, lowered[len(dev):])
+            if typed is not None:
+                candidates.append(typed)
             break
     if lowered in ("gpu", "nvidia") or (lowered.startswith("gpu:") and lowered[4:].isdigit()):
         candidates.append(("cuda" + lowered[3:], False))
@@ -301,7 +319,9 @@ CUDA_METHOD_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})  #
 def is_cuda_method_call(method: str | None, callee_imported: bool, keywords: list[str | None]) -> bool:
     """Is ``x.cuda(...)`` torch's ``Tensor.cuda`` / ``Module.cuda``: a method (``torch.cuda`` is a module,
     not a call of one) taking only what torch's takes?"""
-    return method == CUDA_METHOD and not callee_imported and all(k is None or k in CUDA_METHOD_KEYWORDS for k in keywords)
+    return method == CUDA_METHOD and not callee_imported and all(
+        k is None or k in CUDA_METHOD_KEYWORDS for k in keywords
+    )
 
 # --- values made on a device --------------------------------------------------------------------------------
 # torch.<factory>(..., device=, requires_grad=)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
-
+from typing import TYPE_CHECKING, TypeVar
 
 from devlint import compat
 from devlint.context import Context
+from devlint.diagnostics import INTERNAL_ERROR, SYNTAX_ERROR, Applicability, Edit, Finding, Fix, Position
 from devlint.lazy import LazyModule
 from devlint.noqa import is_suppressed, noqa_lines
-from devlint.diagnostics import INTERNAL_ERROR, SYNTAX_ERROR, Applicability, Edit, Finding, Fix, Position
 from devlint.rules.base import Rule
 from devlint.source import split_lines
 
@@ -54,7 +54,7 @@ def _lint(text: str, path: str, rules: list[Rule]) -> tuple[LintResult, bool]:
         module = cst.parse_module(text)
     except RecursionError:
         return result, True
-    except Exception as exc:  # ParserSyntaxError, and anything else the parser may raise on odd input
+    except Exception as exc:  # noqa: BLE001 - ParserSyntaxError, and anything else the parser may raise on odd input
         result.findings.append(_syntax_finding(path, exc))
         return result, False
     ctx = Context(module, path, text)
@@ -64,7 +64,7 @@ def _lint(text: str, path: str, rules: list[Rule]) -> tuple[LintResult, bool]:
         except RecursionError as exc:
             deep = True
             result.crashes.append(_crash(path, rule, exc))
-        except Exception as exc:  # one rule failing must not stop the others
+        except Exception as exc:  # noqa: BLE001 - one rule failing must not stop the others
             result.crashes.append(_crash(path, rule, exc))
     if any(f.fix is not None for f in result.findings):
         try:
@@ -80,13 +80,14 @@ def _lint(text: str, path: str, rules: list[Rule]) -> tuple[LintResult, bool]:
 def _in_deep_stack(func: Callable[[], T]) -> T:
     """Run ``func`` in a thread with a 512 MiB stack and a recursion limit to match: deeply nested
     expressions (a 3,000-term ``a + b + ...``) recurse in LibCST and in the analyses."""
-    box: dict[str, object] = {}
+    value: list[T] = []
+    error: list[BaseException] = []
 
     def target() -> None:
         try:
-            box["value"] = func()
+            value.append(func())
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
+            error.append(exc)
 
     old_size = threading.stack_size()
     old_limit = sys.getrecursionlimit()
@@ -99,9 +100,9 @@ def _in_deep_stack(func: Callable[[], T]) -> T:
     finally:
         threading.stack_size(old_size)
         sys.setrecursionlimit(old_limit)
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+    if error:
+        raise error[0]
+    return value[0]
 
 
 DEEP_STACK = 512 * 1024 * 1024
@@ -151,7 +152,9 @@ class _Offsets:
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     if a[0] == a[1] and b[0] == b[1]:
         return a[0] == b[0]  # two insertions at one point: order would be ambiguous
-    return a[0] < b[1] and b[0] < a[1] or (a[0] == a[1] and b[0] < a[0] < b[1]) or (b[0] == b[1] and a[0] < b[0] < a[1])
+    return ((a[0] < b[1] and b[0] < a[1])
+            or (a[0] == a[1] and b[0] < a[0] < b[1])
+            or (b[0] == b[1] and a[0] < b[0] < a[1]))
 
 
 def _choose(text: str, fixes: list[Fix]) -> list[tuple[int, list[tuple[int, int, str]]]]:
@@ -163,14 +166,14 @@ def _choose(text: str, fixes: list[Fix]) -> list[tuple[int, list[tuple[int, int,
     order = sorted(range(len(fixes)), key=lambda i: min(e.start for e in fixes[i].edits))
     for i in order:
         spans = [(offsets(e.start), offsets(e.end)) for e in fixes[i].edits]
-        if not all(_anchored(text, s, e) for s, e in zip(spans, fixes[i].edits)):
+        if not all(_anchored(text, s, e) for s, e in zip(spans, fixes[i].edits, strict=True)):
             continue  # the edit would not land on the code it was built for
         if any(_overlaps(s, t) for s in spans for t in taken) or any(
             _overlaps(s, t) for j, s in enumerate(spans) for t in spans[j + 1:]
         ):
             continue
         taken.extend(spans)
-        chosen.append((i, [(s, e, edit.content) for (s, e), edit in zip(spans, fixes[i].edits)]))
+        chosen.append((i, [(s, e, edit.content) for (s, e), edit in zip(spans, fixes[i].edits, strict=True)]))
     return chosen
 
 
@@ -195,7 +198,7 @@ def _parses(text: str, original_error: str | None) -> bool:
     text already did not parse there: then it is judged by LibCST alone)?"""
     try:
         module = cst.parse_module(text)
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever the parser raises, the text does not parse
         return False
     return original_error is not None or compat.syntax_error(text, module) is None
 
@@ -225,19 +228,20 @@ def fix_text(text: str, path: str, rules: list[Rule], unsafe: bool, max_passes: 
         return _parses(candidate, original_error[0])
 
     for _ in range(max_passes):
-        candidates = [f for f in result.findings if wanted(f.fix, unsafe)]
+        # (finding, its fix) for each fix wanted
+        candidates = [(f, f.fix) for f in result.findings if f.fix is not None and wanted(f.fix, unsafe)]
         if not candidates or result.crashes:
             break
-        new_text, applied = apply_fixes(text, [f.fix for f in candidates])  # type: ignore[misc]
+        new_text, applied = apply_fixes(text, [fix for _, fix in candidates])
         if applied and not parses(new_text):
             # drop the fixes that break the code on their own; keep the rest
-            candidates = [f for f in candidates if parses(apply_fixes(text, [f.fix])[0])]  # type: ignore[list-item]
-            new_text, applied = apply_fixes(text, [f.fix for f in candidates])  # type: ignore[misc]
+            candidates = [(f, fix) for f, fix in candidates if parses(apply_fixes(text, [fix])[0])]
+            new_text, applied = apply_fixes(text, [fix for _, fix in candidates])
             if applied and not parses(new_text):
                 break
         if not applied or new_text == text:
             break
-        fixed.extend(candidates[i] for i in applied)
+        fixed.extend(candidates[i][0] for i in applied)
         text = new_text
         result = lint_text(text, path, rules)
     for finding in result.findings:

@@ -7,10 +7,10 @@ It knows a value only from evidence in the code — a torch factory, ``nn.Parame
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-
+from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.analysis import guards, string_value
@@ -65,6 +65,11 @@ class Val:
     moved: bool = False  # an object of unknown type moved with .cuda()/.to(): a tensor or a module
 
 
+# What the interpreter knows at a point of a scope: a name (or a dotted ``self.x``) -> its value, or None
+# for a name bound to something unknown.
+Env = dict[str, "Val | None"]
+
+
 def _union(*vals: Val | None, complete: bool = False) -> Val | None:
     """What is known of a value computed from ``vals`` (arithmetic, torch functions). ``complete``: every
     operand is one of ``vals`` or a plain constant; only then can the result be proven grad-free or on
@@ -96,8 +101,8 @@ def _neutral(expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _merge_env(a: dict[str, Val | None], b: dict[str, Val | None]) -> dict[str, Val | None]:
-    out: dict[str, Val | None] = {}
+def _merge_env(a: Env, b: Env) -> Env:
+    out: Env = {}
     for key in a.keys() | b.keys():
         va, vb = a.get(key), b.get(key)
         if va is None or vb is None:
@@ -123,7 +128,30 @@ def _is_cpu_device(ctx: Context, expr: cst.BaseExpression) -> bool:
 
 def _is_dtype(ctx: Context, expr: cst.BaseExpression) -> bool:
     qn = ctx.qualname(expr) or ""
-    return qn.startswith("torch.") and qn.split(".")[-1][:1].islower() and qn.count(".") == 1 and not isinstance(expr, cst.Call)
+    return (qn.startswith("torch.") and qn.split(".")[-1][:1].islower() and qn.count(".") == 1
+            and not isinstance(expr, cst.Call))
+
+
+def _is_torch_non_device(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """A torch attribute whose spelling names no device (``torch.cuda.HalfTensor``, ``torch.nn.Module``):
+    ``.to()`` of it converts, it does not move."""
+    return (isinstance(expr, cst.Attribute) and (ctx.qualname(expr) or "").startswith("torch.")
+            and "device" not in ctx.code(expr))
+
+
+def _arithmetic(expr: cst.BinaryOperation, left: Val | None, right: Val | None, no_grad: bool) -> Val | None:
+    """``left <op> right``, given what is known of both operands."""
+    out = _union(left, right, complete=(left is not None or _neutral(expr.left))
+                 and (right is not None or _neutral(expr.right)))
+    return replace(out, grad=None, nograd=True) if out and no_grad else out
+
+
+def _as_module_method(method: str, recv: Val) -> bool:
+    """Is ``recv.method(...)`` a module's method: any method of a module, or a method modules have
+    (``.cpu()``, ``.eval()``, ``.forward()``, ...) of an object of unknown type moved with ``.to()``/``.cuda()``?"""
+    if recv.kind == "module":
+        return True
+    return recv.moved and (method == devices.CPU_METHOD or method in MODULE_KEEP or method == "forward")
 
 
 class Provenance:
@@ -178,19 +206,19 @@ class Provenance:
         return qn in NO_GRAD_CONTEXTS and qn != "torch.enable_grad"
 
     # --- statements ----------------------------------------------------------------------
-    def _exec(self, body, env: dict[str, Val | None], no_grad: bool) -> dict[str, Val | None]:  # type: ignore[no-untyped-def]
+    def _exec(self, body: Sequence[cst.CSTNode], env: Env, no_grad: bool) -> Env:
         for stmt in body:
             env = self._stmt(stmt, env, no_grad)
         return env
 
-    def _block(self, suite: cst.BaseSuite | None, env, no_grad):  # type: ignore[no-untyped-def]
+    def _block(self, suite: cst.BaseSuite | None, env: Env, no_grad: bool) -> Env:
         if suite is None:
             return env
         if isinstance(suite, cst.IndentedBlock):
             return self._exec(suite.body, dict(env), no_grad)
         return self._exec([suite], dict(env), no_grad)
 
-    def _stmt(self, stmt: cst.CSTNode, env, no_grad):  # type: ignore[no-untyped-def]
+    def _stmt(self, stmt: cst.CSTNode, env: Env, no_grad: bool) -> Env:
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             env = dict(env)
             env[stmt.name.value] = None
@@ -200,56 +228,73 @@ class Provenance:
                 env = self._small(small, env, no_grad)
             return env
         if isinstance(stmt, cst.If):
-            self._eval(stmt.test, env, no_grad)
-            a = self._block(stmt.body, env, no_grad)
-            b = self._block(stmt.orelse.body, env, no_grad) if isinstance(stmt.orelse, cst.Else) else (
-                self._stmt(stmt.orelse, dict(env), no_grad) if stmt.orelse is not None else env)
-            merged = _merge_env(a, b)
-            if stmt.orelse is None and guards(self.ctx).is_test(stmt.test):
-                # `if device != "cpu": x = x.cpu()`: the branch handles the device case; trust what it bound
-                for key, value in a.items():
-                    if value is not env.get(key):
-                        merged[key] = value
-            return merged
+            return self._if(stmt, env, no_grad)
         if isinstance(stmt, (cst.For, cst.While)):
-            if isinstance(stmt, cst.For):
-                it = self._eval(stmt.iter, env, no_grad)
-            else:
-                self._eval(stmt.test, env, no_grad)
-            out = env
-            for _ in range(2):
-                inner = dict(out)
-                if isinstance(stmt, cst.For):
-                    self._bind(stmt.target, it if it is not None and it.kind == "tensor" else None, inner)
-                inner = self._block(stmt.body, inner, no_grad)
-                out = _merge_env(out, inner)
-            if stmt.orelse is not None:
-                out = _merge_env(out, self._block(stmt.orelse.body, out, no_grad))
-            return out
+            return self._loop(stmt, env, no_grad)
         if isinstance(stmt, cst.With):
-            inner_no_grad = no_grad
-            inner = dict(env)
-            for item in stmt.items:
-                self._eval(item.item, env, no_grad)
-                if self._no_grad_expr(item.item):
-                    inner_no_grad = True
-                if item.asname is not None:
-                    self._bind(item.asname.name, None, inner)
-            return self._block(stmt.body, inner, inner_no_grad)
+            return self._with(stmt, env, no_grad)
         if isinstance(stmt, cst.Try):
-            out = self._block(stmt.body, env, no_grad)
-            for handler in stmt.handlers:
-                out = _merge_env(out, self._block(handler.body, env, no_grad))
-            if stmt.orelse is not None:
-                out = self._block(stmt.orelse.body, out, no_grad)
-            if stmt.finalbody is not None:
-                out = self._block(stmt.finalbody.body, out, no_grad)
-            return out
+            return self._try(stmt, env, no_grad)
         # anything else (match, try*, ...): still look inside for .numpy() calls
         self._scan(stmt, env, no_grad)
         return env
 
-    def _small(self, small: cst.BaseSmallStatement, env, no_grad):  # type: ignore[no-untyped-def]
+    def _if(self, stmt: cst.If, env: Env, no_grad: bool) -> Env:
+        """Both branches from ``env``, merged (an ``elif`` is the ``else`` branch's ``if``)."""
+        self._eval(stmt.test, env, no_grad)
+        a = self._block(stmt.body, env, no_grad)
+        b = self._block(stmt.orelse.body, env, no_grad) if isinstance(stmt.orelse, cst.Else) else (
+            self._stmt(stmt.orelse, dict(env), no_grad) if stmt.orelse is not None else env)
+        merged = _merge_env(a, b)
+        if stmt.orelse is None and guards(self.ctx).is_test(stmt.test):
+            # `if device != "cpu": x = x.cpu()`: the branch handles the device case; trust what it bound
+            for key, value in a.items():
+                if value is not env.get(key):
+                    merged[key] = value
+        return merged
+
+    def _loop(self, stmt: cst.For | cst.While, env: Env, no_grad: bool) -> Env:
+        """The body run twice (what the first run binds, the second sees), merged with not running it."""
+        it: Val | None = None
+        if isinstance(stmt, cst.For):
+            it = self._eval(stmt.iter, env, no_grad)
+        else:
+            self._eval(stmt.test, env, no_grad)
+        out = env
+        for _ in range(2):
+            inner = dict(out)
+            if isinstance(stmt, cst.For):
+                self._bind(stmt.target, it if it is not None and it.kind == "tensor" else None, inner)
+            inner = self._block(stmt.body, inner, no_grad)
+            out = _merge_env(out, inner)
+        if stmt.orelse is not None:
+            out = _merge_env(out, self._block(stmt.orelse.body, out, no_grad))
+        return out
+
+    def _with(self, stmt: cst.With, env: Env, no_grad: bool) -> Env:
+        """The body, under ``torch.no_grad()`` when an item is such a context."""
+        inner_no_grad = no_grad
+        inner = dict(env)
+        for item in stmt.items:
+            self._eval(item.item, env, no_grad)
+            if self._no_grad_expr(item.item):
+                inner_no_grad = True
+            if item.asname is not None:
+                self._bind(item.asname.name, None, inner)
+        return self._block(stmt.body, inner, inner_no_grad)
+
+    def _try(self, stmt: cst.Try, env: Env, no_grad: bool) -> Env:
+        """The body merged with each handler (run from ``env``), then ``else`` and ``finally``."""
+        out = self._block(stmt.body, env, no_grad)
+        for handler in stmt.handlers:
+            out = _merge_env(out, self._block(handler.body, env, no_grad))
+        if stmt.orelse is not None:
+            out = self._block(stmt.orelse.body, out, no_grad)
+        if stmt.finalbody is not None:
+            out = self._block(stmt.finalbody.body, out, no_grad)
+        return out
+
+    def _small(self, small: cst.BaseSmallStatement, env: Env, no_grad: bool) -> Env:
         if isinstance(small, cst.Assign):
             value = self._eval(small.value, env, no_grad)
             env = dict(env)
@@ -282,7 +327,7 @@ class Provenance:
         self._scan(small, env, no_grad)
         return env
 
-    def _bind(self, target: cst.CSTNode, value: Val | None, env, source: cst.CSTNode | None = None) -> None:  # type: ignore[no-untyped-def]
+    def _bind(self, target: cst.CSTNode, value: Val | None, env: Env, source: cst.CSTNode | None = None) -> None:
         if isinstance(target, cst.Name):
             env[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -299,7 +344,7 @@ class Provenance:
             if name:
                 env[name] = value
 
-    def _scan(self, node: cst.CSTNode, env, no_grad) -> None:  # type: ignore[no-untyped-def]
+    def _scan(self, node: cst.CSTNode, env: Env, no_grad: bool) -> None:
         for child in children(node):
             if isinstance(child, cst.BaseExpression):
                 self._eval(child, env, no_grad)
@@ -307,40 +352,30 @@ class Provenance:
                 self._scan(child, env, no_grad)
 
     # --- expressions ---------------------------------------------------------------------
-    def _eval(self, expr: cst.BaseExpression, env, no_grad: bool) -> Val | None:  # type: ignore[no-untyped-def]
+    def _eval(self, expr: cst.BaseExpression, env: Env, no_grad: bool) -> Val | None:
         if isinstance(expr, cst.Name):
             return env.get(expr.value)
         if isinstance(expr, cst.Call):
             return self._call(expr, env, no_grad)
         if isinstance(expr, cst.Attribute):
-            name = dotted_name(expr)
-            if name and name in env:
-                return env[name]
-            base = self._eval(expr.value, env, no_grad)
-            attr = expr.attr.value
-            if base is None or base.kind != "tensor" or attr in NOT_TENSOR:
-                return None
-            if attr in ("data", "grad"):
-                return replace(base, grad=None, nograd=True)
-            return base
+            return self._attribute(expr, env, no_grad)
         if isinstance(expr, cst.Subscript):
-            name = dotted_name(expr)
-            if name and name in env:
-                return env[name]
-            base = self._eval(expr.value, env, no_grad)
-            for el in expr.slice:
-                self._scan(el, env, no_grad)
-            return base if base is not None and base.kind == "tensor" else None
+            return self._subscript(expr, env, no_grad)
         if isinstance(expr, cst.BinaryOperation):
+            # operands evaluated here, not in a helper: a long `a + b + ...` chain recurses one frame a term
             left, right = self._eval(expr.left, env, no_grad), self._eval(expr.right, env, no_grad)
-            out = _union(left, right, complete=(left is not None or _neutral(expr.left))
-                         and (right is not None or _neutral(expr.right)))
-            return replace(out, grad=None, nograd=True) if out and no_grad else out
+            return _arithmetic(expr, left, right, no_grad)
         if isinstance(expr, cst.UnaryOperation):
             val = self._eval(expr.expression, env, no_grad)
             return None if isinstance(expr.operator, cst.Not) else val
+        return self._eval_compound(expr, env, no_grad)
+
+    def _eval_compound(self, expr: cst.BaseExpression, env: Env, no_grad: bool) -> Val | None:
+        """Comparisons, conditional expressions, comprehensions and lambdas; any other expression is only
+        scanned for ``.numpy()`` calls."""
         if isinstance(expr, cst.Comparison):
-            vals = [self._eval(expr.left, env, no_grad)] + [self._eval(c.comparator, env, no_grad) for c in expr.comparisons]
+            vals = [self._eval(expr.left, env, no_grad)]
+            vals += [self._eval(c.comparator, env, no_grad) for c in expr.comparisons]
             out = _union(*vals)
             return replace(out, grad=None, nograd=True) if out else None
         if isinstance(expr, cst.IfExp):
@@ -349,27 +384,55 @@ class Provenance:
             out = _union(body, orelse, complete=body is not None and orelse is not None)
             return out if out is None or (body is not None and orelse is not None) else _unproven(out)
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-            inner = dict(env)
-            comp: cst.BaseCompFor | None = expr.for_in
-            while comp is not None:
-                it = self._eval(comp.iter, inner, no_grad)
-                self._bind(comp.target, it if it is not None and it.kind == "tensor" else None, inner)
-                for cond in comp.ifs:
-                    self._eval(cond.test, inner, no_grad)
-                comp = comp.inner_for_in
-            self._eval(expr.elt, inner, no_grad)
+            self._comprehension(expr, env, no_grad)
             return None
         if isinstance(expr, cst.Lambda):
             return None
         self._scan(expr, env, no_grad)
         return None
 
-    def _call(self, call: cst.Call, env, no_grad: bool) -> Val | None:  # type: ignore[no-untyped-def]
+    def _attribute(self, expr: cst.Attribute, env: Env, no_grad: bool) -> Val | None:
+        """``x.attr``: what is bound to the dotted name, else the tensor ``x`` is (``.data``/``.grad``
+        without grad); None for what leaves the tensor world (``.shape``, ``.device``, ...)."""
+        name = dotted_name(expr)
+        if name and name in env:
+            return env[name]
+        base = self._eval(expr.value, env, no_grad)
+        attr = expr.attr.value
+        if base is None or base.kind != "tensor" or attr in NOT_TENSOR:
+            return None
+        if attr in ("data", "grad"):
+            return replace(base, grad=None, nograd=True)
+        return base
+
+    def _subscript(self, expr: cst.Subscript, env: Env, no_grad: bool) -> Val | None:
+        """``x[...]``: what is bound to the dotted name, else the tensor ``x`` is (the index is scanned)."""
+        name = dotted_name(expr)
+        if name and name in env:
+            return env[name]
+        base = self._eval(expr.value, env, no_grad)
+        for el in expr.slice:
+            self._scan(el, env, no_grad)
+        return base if base is not None and base.kind == "tensor" else None
+
+    def _comprehension(self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp, env: Env, no_grad: bool) -> None:
+        """Look inside a comprehension for ``.numpy()`` calls, its targets bound to what they iterate."""
+        inner = dict(env)
+        comp: cst.CompFor | None = expr.for_in
+        while comp is not None:
+            it = self._eval(comp.iter, inner, no_grad)
+            self._bind(comp.target, it if it is not None and it.kind == "tensor" else None, inner)
+            for cond in comp.ifs:
+                self._eval(cond.test, inner, no_grad)
+            comp = comp.inner_for_in
+        self._eval(expr.elt, inner, no_grad)
+
+    def _call(self, call: cst.Call, env: Env, no_grad: bool) -> Val | None:
         ctx = self.ctx
         func = call.func
         args = [self._eval(a.value, env, no_grad) for a in call.args]
         # every argument is a known value or a constant: a result can be proven grad-free / on the CPU
-        complete = all(v is not None or _neutral(a.value) for v, a in zip(args, call.args))
+        complete = all(v is not None or _neutral(a.value) for v, a in zip(args, call.args, strict=True))
         qn = ctx.qualname(func)
         kwargs = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         if qn is not None:
@@ -384,32 +447,11 @@ class Provenance:
             return self._module_output(callee, args, complete, no_grad, ctx.code(func))
         return None
 
-    def _qualified_call(self, qn: str, call: cst.Call, args, kwargs, env, no_grad: bool) -> Val | None:  # type: ignore[no-untyped-def]
-        ctx = self.ctx
+    def _qualified_call(self, qn: str, call: cst.Call, args: list[Val | None], kwargs: dict[str, cst.BaseExpression],
+                        env: Env, no_grad: bool) -> Val | None:
         parts = qn.split(".")
         if parts[0] == "torch" and len(parts) == 2 and parts[1] in FACTORIES:
-            grad = gpu = None
-            rg = kwargs.get("requires_grad")
-            if isinstance(rg, cst.Name) and rg.value == "True":
-                grad = "created with requires_grad=True"
-            nograd = rg is None or (isinstance(rg, cst.Name) and rg.value == "False")
-            dev = kwargs.get(devices.DEVICE_KEYWORD)
-            cpu = dev is None and not self.default_device
-            if isinstance(dev, cst.Attribute) and dev.attr.value == devices.DEVICE_ATTRIBUTE:
-                # device=other.device: wherever `other` is, if we know
-                other = self._eval(dev.value, env, no_grad)
-                gpu = other.gpu if other is not None else None
-                cpu = other is not None and other.cpu
-            elif dev is not None and not _is_cpu_device(ctx, dev):
-                gpu = f"created with device={ctx.code(dev)}"
-            elif dev is not None:
-                cpu = True
-            if parts[1].endswith("_like") and dev is None:
-                first = args[0] if args else None
-                if first is not None and not gpu:
-                    gpu = first.gpu
-                cpu = first is not None and first.cpu
-            return Val("tensor", grad, gpu, torch=True, nograd=nograd, cpu=cpu)
+            return self._factory(parts[1], args, kwargs, env, no_grad)
         if qn in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
             rg = kwargs.get("requires_grad")
             frozen = isinstance(rg, cst.Name) and rg.value == "False"
@@ -429,6 +471,34 @@ class Provenance:
             return out
         return None
 
+    def _factory(self, name: str, args: list[Val | None], kwargs: dict[str, cst.BaseExpression], env: Env,
+                 no_grad: bool) -> Val:
+        """``torch.<name>(...)``, a tensor factory: grad from ``requires_grad=``, place from ``device=`` (or,
+        for ``*_like``, from the first argument)."""
+        ctx = self.ctx
+        grad = gpu = None
+        rg = kwargs.get("requires_grad")
+        if isinstance(rg, cst.Name) and rg.value == "True":
+            grad = "created with requires_grad=True"
+        nograd = rg is None or (isinstance(rg, cst.Name) and rg.value == "False")
+        dev = kwargs.get(devices.DEVICE_KEYWORD)
+        cpu = dev is None and not self.default_device
+        if isinstance(dev, cst.Attribute) and dev.attr.value == devices.DEVICE_ATTRIBUTE:
+            # device=other.device: wherever `other` is, if we know
+            other = self._eval(dev.value, env, no_grad)
+            gpu = other.gpu if other is not None else None
+            cpu = other is not None and other.cpu
+        elif dev is not None and not _is_cpu_device(ctx, dev):
+            gpu = f"created with device={ctx.code(dev)}"
+        elif dev is not None:
+            cpu = True
+        if name.endswith("_like") and dev is None:
+            first = args[0] if args else None
+            if first is not None and not gpu:
+                gpu = first.gpu
+            cpu = first is not None and first.cpu
+        return Val("tensor", grad, gpu, torch=True, nograd=nograd, cpu=cpu)
+
     @staticmethod
     def _is_module_factory(qn: str, parts: list[str]) -> bool:
         if qn.startswith("torch.nn.") and parts[-1][:1].isupper() and "functional" not in parts:
@@ -440,70 +510,74 @@ class Provenance:
             return not (len(parts) >= 2 and parts[-2].startswith(("TF", "Flax")))
         return False
 
-    def _method_call(self, call: cst.Call, func: cst.Attribute, args, kwargs, complete: bool, env,  # type: ignore[no-untyped-def]
-                     no_grad: bool) -> Val | None:
-        ctx = self.ctx
+    def _method_call(self, call: cst.Call, func: cst.Attribute, args: list[Val | None],
+                     kwargs: dict[str, cst.BaseExpression], complete: bool, env: Env, no_grad: bool) -> Val | None:
         method = func.attr.value
         recv = self._eval(func.value, env, no_grad)
         if method == "numpy":
-            force = kwargs.get("force")
-            if recv is not None and recv.kind == "tensor" and not (isinstance(force, cst.Name) and force.value == "True"):
-                prev = self.numpy_receivers.get(call)
-                if prev is not None:  # a loop's second run: what may hold on either, what is proven on both
-                    recv = Val("tensor", recv.grad or prev.grad, recv.gpu or prev.gpu, torch=recv.torch and prev.torch,
-                               nograd=recv.nograd and prev.nograd, cpu=recv.cpu and prev.cpu)
-                self.numpy_receivers[call] = recv
+            self._record_numpy(call, recv, kwargs)
             return None
         if method == devices.CUDA_METHOD:
             if recv is None:
                 return Val("tensor", None, "moved with .cuda()", torch=True, moved=True)
             return replace(recv, gpu="moved with .cuda()", cpu=False)
         if method == devices.MOVE_METHOD:
-            target = call.args[0].value if call.args and call.args[0].keyword is None else kwargs.get(devices.DEVICE_KEYWORD)
-            if target is None or _is_dtype(ctx, target) or isinstance(target, cst.Attribute) and (ctx.qualname(target) or "").startswith("torch.") and "device" not in ctx.code(target):
-                return recv
-            if _is_cpu_device(ctx, target):
-                if recv is None:  # an object of unknown type put on the CPU: a tensor or a module
-                    return Val("tensor", None, None, torch=True, cpu=True, moved=True)
-                return replace(recv, gpu=None, cpu=True)
-            where = f"moved with .to({ctx.code(target)})"
-            if recv is None:
-                return Val("tensor", None, where, torch=True, moved=True)
-            return replace(recv, gpu=where, cpu=False)
+            return self._moved(call, recv, kwargs)
         if recv is None:
             return None
-        if recv.kind == "module" or recv.moved:
-            if method == devices.CPU_METHOD:
-                return replace(recv, gpu=None, cpu=True)
-            if method in MODULE_KEEP:
-                return recv
-            if method == "forward":
-                return self._module_output(recv, args, complete, no_grad, ctx.code(func.value))
-            if recv.kind == "module":
-                return None
+        if _as_module_method(method, recv):
+            return self._module_method(method, recv, args, complete, no_grad, func)
+        return _tensor_method(method, recv, args, complete, no_grad)
+
+    def _record_numpy(self, call: cst.Call, recv: Val | None, kwargs: dict[str, cst.BaseExpression]) -> None:
+        """Remember what is known of the receiver of ``.numpy()`` (not ``.numpy(force=True)``)."""
+        force = kwargs.get("force")
+        if recv is None or recv.kind != "tensor" or (isinstance(force, cst.Name) and force.value == "True"):
+            return
+        prev = self.numpy_receivers.get(call)
+        if prev is not None:  # a loop's second run: what may hold on either, what is proven on both
+            recv = Val("tensor", recv.grad or prev.grad, recv.gpu or prev.gpu, torch=recv.torch and prev.torch,
+                       nograd=recv.nograd and prev.nograd, cpu=recv.cpu and prev.cpu)
+        self.numpy_receivers[call] = recv
+
+    def _moved(self, call: cst.Call, recv: Val | None, kwargs: dict[str, cst.BaseExpression]) -> Val | None:
+        """``recv.to(...)``: on the CPU, on the device named, or where it was (a dtype, a memory format)."""
+        ctx = self.ctx
+        if call.args and call.args[0].keyword is None:
+            target: cst.BaseExpression | None = call.args[0].value
+        else:
+            target = kwargs.get(devices.DEVICE_KEYWORD)
+        if target is None or _is_dtype(ctx, target) or _is_torch_non_device(ctx, target):
+            return recv
+        if _is_cpu_device(ctx, target):
+            if recv is None:  # an object of unknown type put on the CPU: a tensor or a module
+                return Val("tensor", None, None, torch=True, cpu=True, moved=True)
+            return replace(recv, gpu=None, cpu=True)
+        where = f"moved with .to({ctx.code(target)})"
+        if recv is None:
+            return Val("tensor", None, where, torch=True, moved=True)
+        return replace(recv, gpu=where, cpu=False)
+
+    def _module_method(self, method: str, recv: Val, args: list[Val | None], complete: bool, no_grad: bool,
+                       func: cst.Attribute) -> Val | None:
+        """A method of a module (see :func:`_as_module_method`): ``.cpu()``, one that returns the module
+        (``.eval()``, ``.half()``, ...), ``.forward(...)``; any other method's result is unknown."""
         if method == devices.CPU_METHOD:
             return replace(recv, gpu=None, cpu=True)
-        if method in ("detach", "detach_"):
-            return replace(recv, grad=None, nograd=True)
-        if method == "requires_grad_":
-            return replace(recv, grad="made to require grad with .requires_grad_()", nograd=False)
-        if method in NOT_TENSOR:
-            return None
-        if method in NON_DIFFERENTIABLE:
-            return replace(recv, grad=None, nograd=True)
-        out = _union(recv, *args, complete=complete)
-        if out is not None:
-            out = replace(out, cpu=recv.cpu, torch=recv.torch)  # a method's result lives where its tensor does
-        return replace(out, grad=None, nograd=True) if out and no_grad else out
+        if method in MODULE_KEEP:
+            return recv
+        if method == "forward":
+            return self._module_output(recv, args, complete, no_grad, self.ctx.code(func.value))
+        return None
 
-    def _list_elements(self, call: cst.Call, env, no_grad):  # type: ignore[no-untyped-def]
+    def _list_elements(self, call: cst.Call, env: Env, no_grad: bool) -> Iterator[Val | None]:
         for arg in call.args:
             if isinstance(arg.value, (cst.List, cst.Tuple)):
                 for el in arg.value.elements:
                     yield self._eval(el.value, env, no_grad)
 
     @staticmethod
-    def _module_output(module: Val, args, complete: bool, no_grad: bool, name: str) -> Val | None:  # type: ignore[no-untyped-def]
+    def _module_output(module: Val, args: Sequence[Val | None], complete: bool, no_grad: bool, name: str) -> Val | None:
         gpu = module.gpu or next((a.gpu for a in args if a is not None and a.gpu), None)
         known = [a for a in args if a is not None]
         cpu = module.cpu and complete and all(a.cpu for a in known)
@@ -516,6 +590,26 @@ class Provenance:
             if not known and not gpu:
                 return None
         return Val("tensor", grad, gpu, torch=module.torch, nograd=nograd, cpu=cpu)
+
+
+def _tensor_method(method: str, recv: Val, args: list[Val | None], complete: bool, no_grad: bool) -> Val | None:
+    """``recv.method(...)`` of a tensor: ``.cpu()``, ``.detach()``, ``.requires_grad_()``, what leaves the
+    tensor world (``.item()``, ``.tolist()``, ...), an integer result, or a tensor computed from ``recv`` and
+    the arguments, where ``recv`` lives."""
+    if method == devices.CPU_METHOD:
+        return replace(recv, gpu=None, cpu=True)
+    if method in ("detach", "detach_"):
+        return replace(recv, grad=None, nograd=True)
+    if method == "requires_grad_":
+        return replace(recv, grad="made to require grad with .requires_grad_()", nograd=False)
+    if method in NOT_TENSOR:
+        return None
+    if method in NON_DIFFERENTIABLE:
+        return replace(recv, grad=None, nograd=True)
+    out = _union(recv, *args, complete=complete)
+    if out is not None:
+        out = replace(out, cpu=recv.cpu, torch=recv.torch)  # a method's result lives where its tensor does
+    return replace(out, grad=None, nograd=True) if out and no_grad else out
 
 
 def provenance(ctx: Context) -> Provenance:

@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from devlint import devices
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+# The nodes the walk indexes (and descends into as any other node)
+_RECORDED = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.Dict, ast.arguments, ast.Import, ast.ImportFrom})
+# The nodes whose body the walk enters in a scope of its own (None for a class body: its methods are scopes)
+_OPENERS = (*_SCOPES, ast.ClassDef)
 
 
 def parse(data: bytes) -> ast.Module | None:
@@ -44,10 +49,10 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-def strings(expr: ast.AST | None):
+def strings(expr: ast.AST | None) -> Iterator[str]:
     """String constants that stand where ``expr`` stands: through conditional expressions and boolean
     operations ("cuda" if ok else "cpu" is used where the whole expression is)."""
-    stack = [expr]
+    stack: list[ast.AST | None] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Constant):
@@ -65,7 +70,17 @@ class Scope:
     provenance.py interprets."""
 
     numpy_calls: int = 0
-    calls: list = field(default_factory=list)  # calls that may be grad/device evidence, judged after the walk
+    calls: list[ast.Call] = field(default_factory=list)  # calls that may be grad/device evidence, judged after the walk
+
+    def add_call(self, call: ast.Call) -> None:
+        """Count a ``.numpy()`` call (not ``force=True``); keep any other call for the evidence check."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "numpy":
+            if not any(k.arg == "force" and isinstance(k.value, ast.Constant) and k.value.value is True
+                       for k in call.keywords):
+                self.numpy_calls += 1
+        else:
+            self.calls.append(call)
 
 
 @dataclass
@@ -75,7 +90,7 @@ class AstIndex:
     imported_modules: set[str] = field(default_factory=set)
     class_names: set[str] = field(default_factory=set)
     calls: list[ast.Call] = field(default_factory=list)
-    assigns: list = field(default_factory=list)  # Assign and AnnAssign
+    assigns: list[ast.Assign | ast.AnnAssign] = field(default_factory=list)
     dicts: list[ast.Dict] = field(default_factory=list)
     arguments: list[ast.arguments] = field(default_factory=list)
     module_scope: Scope = field(default_factory=Scope)
@@ -83,55 +98,58 @@ class AstIndex:
     _device_strings: list[tuple[str, str]] | None = None
 
     @classmethod
-    def build(cls, tree: ast.Module) -> "AstIndex":
+    def build(cls, tree: ast.Module) -> AstIndex:
         index = cls(tree)
         index._walk()
         return index
 
     # --- one walk --------------------------------------------------------------------------
     def _walk(self) -> None:
-        calls, assigns, dicts, arguments = self.calls, self.assigns, self.dicts, self.arguments
         stack: list[tuple[ast.AST, Scope | None]] = [(self.tree, self.module_scope)]
-        Call, Assign, AnnAssign, Dict, Arguments = ast.Call, ast.Assign, ast.AnnAssign, ast.Dict, ast.arguments
+        recorded, openers, iter_child_nodes = _RECORDED, _OPENERS, ast.iter_child_nodes
         while stack:
             node, scope = stack.pop()
-            kind = type(node)
-            if kind is Call:
-                calls.append(node)  # type: ignore[arg-type]
-                if scope is not None:
-                    func = node.func  # type: ignore[attr-defined]
-                    if isinstance(func, ast.Attribute) and func.attr == "numpy":
-                        if not any(k.arg == "force" and isinstance(k.value, ast.Constant) and k.value.value is True
-                                   for k in node.keywords):  # type: ignore[attr-defined]
-                            scope.numpy_calls += 1
-                    else:
-                        scope.calls.append(node)
-            elif kind is Assign or kind is AnnAssign:
-                assigns.append(node)
-            elif kind is Dict:
-                dicts.append(node)  # type: ignore[arg-type]
-            elif kind is Arguments:
-                arguments.append(node)  # type: ignore[arg-type]
-            elif kind is ast.Import or kind is ast.ImportFrom:
-                self._import(node)  # type: ignore[arg-type]
-            elif kind in _SCOPES or kind is ast.ClassDef:
-                if kind is ast.ClassDef:
-                    self.class_names.add(node.name)  # type: ignore[attr-defined]
-                    inner = None  # a class body is not interpreted; its methods are scopes of their own
-                else:
-                    inner = Scope()
-                    self.scopes.append(inner)
-                for sub in node.body:  # type: ignore[attr-defined]
-                    stack.append((sub, inner))
-                for name in ("decorator_list", "args", "returns", "bases", "keywords", "type_params"):
-                    value = getattr(node, name, None)
-                    if isinstance(value, list):
-                        stack.extend((v, scope) for v in value)
-                    elif value is not None:
-                        stack.append((value, scope))
+            if type(node) in recorded:
+                self._record(node, scope)
+            elif isinstance(node, openers):
+                self._enter(node, scope, stack)
                 continue
-            for child in ast.iter_child_nodes(node):
+            for child in iter_child_nodes(node):
                 stack.append((child, scope))
+
+    def _record(self, node: ast.AST, scope: Scope | None) -> None:
+        """Index a node of :data:`_RECORDED`."""
+        if isinstance(node, ast.Call):
+            self.calls.append(node)
+            if scope is not None:
+                scope.add_call(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            self.assigns.append(node)
+        elif isinstance(node, ast.Dict):
+            self.dicts.append(node)
+        elif isinstance(node, ast.arguments):
+            self.arguments.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self._import(node)
+
+    def _enter(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, scope: Scope | None,
+               stack: list[tuple[ast.AST, Scope | None]]) -> None:
+        """Push a function's or class's body in a scope of its own (None for a class body: it is not
+        interpreted) and the rest of it (decorators, arguments, bases, ...) in the enclosing ``scope``."""
+        inner: Scope | None = None
+        if isinstance(node, ast.ClassDef):
+            self.class_names.add(node.name)
+        else:
+            inner = Scope()
+            self.scopes.append(inner)
+        for sub in node.body:
+            stack.append((sub, inner))
+        for name in ("decorator_list", "args", "returns", "bases", "keywords", "type_params"):
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend((v, scope) for v in value)
+            elif value is not None:
+                stack.append((value, scope))
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -150,7 +168,8 @@ class AstIndex:
         nn.Parameter, a module, a ``.cuda()``/``.to(...)`` move, ``.requires_grad_()``?"""
         func = call.func
         if isinstance(func, ast.Attribute) and (
-            func.attr in (devices.CUDA_METHOD, "requires_grad_") or (func.attr == devices.MOVE_METHOD and (call.args or call.keywords))
+            func.attr in (devices.CUDA_METHOD, "requires_grad_")
+            or (func.attr == devices.MOVE_METHOD and (call.args or call.keywords))
         ):
             return True
         name = dotted(func)
@@ -210,26 +229,38 @@ class AstIndex:
         out: list[tuple[str, str]] = []
         passed: set[str] = set()  # dotted names passed in a device position somewhere
         for call in self.calls:
-            qualnames = self.qualnames(call.func)
-            method = call.func.attr if isinstance(call.func, ast.Attribute) else None
-            first = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
-            slots: list[ast.expr] = []
-            if first is not None and self._in_position(qualnames, method, 0, None):
-                slots.append(first)
-            for kw in call.keywords:
-                if kw.arg is None:
-                    continue
-                if self._in_position(qualnames, method, None, kw.arg):
-                    slots.append(kw.value)
-                elif kw.arg == devices.ARGPARSE_KEYWORD and method is not None and devices.is_argparse_device(
-                        method, [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None
-                                 for a in call.args]):
-                    out.extend((s, "loose") for s in strings(kw.value))
-            for value in slots:
+            for value in self._device_arguments(call, out):
                 out.extend((s, "strict") for s in strings(value))
                 name = dotted(value)
                 if name:
                     passed.add(name)
+        self._assigned_device_strings(passed, out)
+        self._declared_device_strings(out)
+        self._device_strings = out
+        return out
+
+    def _device_arguments(self, call: ast.Call, out: list[tuple[str, str]]) -> list[ast.expr]:
+        """The arguments of ``call`` that may be in a device position; the strings of an argparse
+        ``--device`` option's default go to ``out`` ("loose")."""
+        qualnames = self.qualnames(call.func)
+        method = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        first = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+        slots: list[ast.expr] = []
+        if first is not None and self._in_position(qualnames, method, 0, None):
+            slots.append(first)
+        for kw in call.keywords:
+            if kw.arg is None:
+                continue
+            if self._in_position(qualnames, method, None, kw.arg):
+                slots.append(kw.value)
+            elif kw.arg == devices.ARGPARSE_KEYWORD and method is not None and devices.is_argparse_device(
+                    method, [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None
+                             for a in call.args]):
+                out.extend((s, "loose") for s in strings(kw.value))
+        return slots
+
+    def _assigned_device_strings(self, passed: set[str], out: list[tuple[str, str]]) -> None:
+        """Strings assigned to a device-named variable or to one ``passed`` in a device position ("loose")."""
         for assign in self.assigns:
             if assign.value is None:
                 continue
@@ -237,19 +268,21 @@ class AstIndex:
             names = [dotted(t) for t in targets]
             if any(n and (devices.is_device_name(n) or n in passed) for n in names):
                 out.extend((s, "loose") for s in strings(assign.value))
+
+    def _declared_device_strings(self, out: list[tuple[str, str]]) -> None:
+        """Strings of a device-named dict key's value or a device-named parameter's default ("loose")."""
         for d in self.dicts:
-            for key, value in zip(d.keys, d.values):
+            for key, value in zip(d.keys, d.values, strict=True):
                 if isinstance(key, ast.Constant) and isinstance(key.value, str) and devices.is_device_name(key.value):
                     out.extend((s, "loose") for s in strings(value))
         for args in self.arguments:
             positional = [*args.posonlyargs, *args.args]
-            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            # the defaults belong to the last positional parameters; every keyword-only one has its slot
+            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
             for arg, default in pairs:
                 if devices.is_device_name(arg.arg):
                     out.extend((s, "loose") for s in strings(default))
-        self._device_strings = out
-        return out
 
     def numpy_with_evidence(self) -> bool:
         """Is there a ``.numpy()`` call (not ``force=True``) in a scope that, itself or through the module's

@@ -20,11 +20,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from devlint.diagnostics import Finding, Position, StrEnum
 from devlint.probes import Needs, Probe, evidence_examples, probe_for
 from devlint.rules import all_rules
+
 
 class Verdict(StrEnum):
     """What running a finding's probe on a target showed."""
@@ -44,7 +47,8 @@ _HARNESS = '''
 import json, signal, sys, traceback, warnings
 warnings.simplefilter("ignore")
 def _out(key, status, detail="", result=None):
-    print("DEVLINT-RESULT " + json.dumps({"key": key, "status": status, "detail": detail, "result": result}), flush=True)
+    data = {"key": key, "status": status, "detail": detail, "result": result}
+    print("DEVLINT-RESULT " + json.dumps(data), flush=True)
 def _alarm(signum, frame):
     raise TimeoutError("probe timed out")
 signal.signal(signal.SIGALRM, _alarm)
@@ -69,6 +73,15 @@ for _key, _fn in PROBES:
     finally:
         signal.alarm(0)
 '''
+
+
+class ProbeResult(TypedDict):
+    """What one probe reported: ``status`` "ok" (``result``: its RESULT), "raised", "timeout" or "died"
+    (``detail``: the error, or why it did not finish)."""
+
+    status: str
+    detail: str
+    result: Any  # a JSON value
 
 
 @dataclass(frozen=True)
@@ -133,14 +146,14 @@ def _program(probes: list[tuple[str, str]], accel: str | None, timeout: int) -> 
             .replace("PROBE_DEFS", "\n".join(defs)))
 
 
-def run_probes(probes: list[tuple[str, str]], target: Target, timeout: int) -> dict[str, dict]:
+def run_probes(probes: list[tuple[str, str]], target: Target, timeout: int) -> dict[str, ProbeResult]:
     """Run (key, body) probes in one fresh interpreter on ``target``; key -> {"status", "detail", "result"}.
     A probe that hangs is stopped after ``timeout`` seconds; a process that dies loses only what it had not
     reported."""
     if not probes:
         return {}
     env = {**os.environ, **dict(target.env), "PYTHONDONTWRITEBYTECODE": "1"}
-    results: dict[str, dict] = {}
+    results: dict[str, ProbeResult] = {}
     with tempfile.TemporaryDirectory(prefix="devlint-probe-") as scratch:
         try:
             proc = subprocess.run(
@@ -160,11 +173,12 @@ def run_probes(probes: list[tuple[str, str]], target: Target, timeout: int) -> d
     for key, _ in probes:
         if key not in results:
             tail = (err or "").strip().splitlines()[-1:] or ["no output"]
-            results[key] = {"status": "timeout" if "timed out" in tail[0] else "died", "detail": tail[0], "result": None}
+            status = "timeout" if "timed out" in tail[0] else "died"
+            results[key] = {"status": status, "detail": tail[0], "result": None}
     return results
 
 
-def _judge_before(probe: Probe, target: Target, raw: dict) -> Outcome:
+def _judge_before(probe: Probe, target: Target, raw: ProbeResult) -> Outcome:
     status, detail = raw["status"], raw["detail"]
     if status in ("timeout", "died"):
         return Outcome(INCONCLUSIVE, detail)
@@ -178,7 +192,7 @@ def _judge_before(probe: Probe, target: Target, raw: dict) -> Outcome:
     return Outcome(NOT_REPRODUCED, "ran without error")
 
 
-def _judge_after(raw: dict) -> Outcome:
+def _judge_after(raw: ProbeResult) -> Outcome:
     if raw["status"] == "ok":
         return Outcome(Verdict.CLEAN)
     return Outcome(Verdict.FAILED, raw["detail"])
@@ -194,6 +208,24 @@ def _absent(probe: Probe, target: Target) -> str | None:
 
 
 def verify_findings(findings: list[Finding], targets: list[Target], timeout: int) -> list[Verified]:
+    verified, probes, keys = _prepare(findings)
+    # run: shared probes batched per target, isolated ones alone; identical probes once
+    outcomes: dict[tuple[str, str, str], Outcome] = {}
+    for target in targets:
+        outcomes.update(_run_on(probes, target, timeout))
+    for v, key in zip(verified, keys, strict=True):
+        if key is None:
+            continue
+        for target in targets:
+            v.before[target.name] = outcomes[(key, target.name, "b")]
+            if (key, target.name, "a") in outcomes:
+                v.after[target.name] = outcomes[(key, target.name, "a")]
+    return verified
+
+
+def _prepare(findings: list[Finding]) -> tuple[list[Verified], dict[str, Probe], list[str | None]]:
+    """A :class:`Verified` per finding, the probes to run by key (a finding's code and evidence: identical
+    probes share one), and each finding's key (None: no probe)."""
     verified: list[Verified] = []
     probes: dict[str, Probe] = {}
     keys: list[str | None] = []
@@ -207,42 +239,48 @@ def verify_findings(findings: list[Finding], targets: list[Target], timeout: int
         probes[key] = probe
         keys.append(key)
         verified.append(Verified(f, probe.note, has_fix=probe.after is not None))
-    # run: shared probes batched per target, isolated ones alone; identical probes once
-    outcomes: dict[tuple[str, str, str], Outcome] = {}
-    for target in targets:
-        runnable = {k: p for k, p in probes.items() if _absent(p, target) is None}
-        batches: list[list[tuple[str, str]]] = []
-        shared_before = [(f"b|{k}", p.before) for k, p in runnable.items() if not p.isolated]
-        shared_after = [(f"a|{k}", p.after) for k, p in runnable.items() if not p.isolated and p.after]
-        batches += [shared_before, shared_after]
-        for k, p in runnable.items():
-            if p.isolated:
-                batches.append([(f"b|{k}", p.before)])
-                if p.after:
-                    batches.append([(f"a|{k}", p.after)])
-        raw: dict[str, dict] = {}
-        for batch in batches:
-            raw.update(run_probes(batch, target, timeout))
-        for k, p in probes.items():
-            why = _absent(p, target)
-            if why is not None:
-                outcomes[(k, target.name, "b")] = Outcome(INCONCLUSIVE, why)
-                continue
-            outcomes[(k, target.name, "b")] = _judge_before(p, target, raw[f"b|{k}"])
+    return verified, probes, keys
+
+
+def _batches(probes: dict[str, Probe], target: Target) -> list[list[tuple[str, str]]]:
+    """The probes ``target`` can show, as runs of (key, body): "b|KEY" for the flagged code, "a|KEY" for the
+    fixed; the shared ones in two batches, each isolated one alone."""
+    runnable = {k: p for k, p in probes.items() if _absent(p, target) is None}
+    batches: list[list[tuple[str, str]]] = []
+    shared_before = [(f"b|{k}", p.before) for k, p in runnable.items() if not p.isolated]
+    shared_after = [(f"a|{k}", p.after) for k, p in runnable.items() if not p.isolated and p.after]
+    batches += [shared_before, shared_after]
+    for k, p in runnable.items():
+        if p.isolated:
+            batches.append([(f"b|{k}", p.before)])
             if p.after:
-                outcomes[(k, target.name, "a")] = _judge_after(raw[f"a|{k}"])
-    for v, key in zip(verified, keys):
-        if key is None:
+                batches.append([(f"a|{k}", p.after)])
+    return batches
+
+
+def _run_on(probes: dict[str, Probe], target: Target, timeout: int) -> dict[tuple[str, str, str], Outcome]:
+    """Run ``probes`` on ``target``: (key, target, "b" before / "a" after the fix) -> outcome."""
+    raw: dict[str, ProbeResult] = {}
+    for batch in _batches(probes, target):
+        raw.update(run_probes(batch, target, timeout))
+    outcomes: dict[tuple[str, str, str], Outcome] = {}
+    for k, p in probes.items():
+        why = _absent(p, target)
+        if why is not None:
+            outcomes[(k, target.name, "b")] = Outcome(INCONCLUSIVE, why)
             continue
-        for target in targets:
-            v.before[target.name] = outcomes[(key, target.name, "b")]
-            if (key, target.name, "a") in outcomes:
-                v.after[target.name] = outcomes[(key, target.name, "a")]
-    return verified
+        outcomes[(k, target.name, "b")] = _judge_before(p, target, raw[f"b|{k}"])
+        if p.after:
+            outcomes[(k, target.name, "a")] = _judge_after(raw[f"a|{k}"])
+    return outcomes
 
 
-def rule_matrix(targets: list[Target], timeout: int, codes: set[str] | None = None,
-                ) -> list[tuple[str, dict, str, dict[str, Outcome], dict[str, Outcome]]]:
+# One row of `devlint verify --rules`: (code, evidence, probe note, outcome per target, outcome of the fix
+# per target)
+MatrixRow = tuple[str, dict[str, Any], str, dict[str, Outcome], dict[str, Outcome]]
+
+
+def rule_matrix(targets: list[Target], timeout: int, codes: set[str] | None = None) -> list[MatrixRow]:
     """Every (selected) rule's own evidence probes on every target: (code, evidence, note, before, after)."""
     findings = []
     nowhere = Position(0, 0)
@@ -286,7 +324,8 @@ def run_script(path: str, target: Target, timeout: int) -> RunOutcome:
     return RunOutcome(target.name, proc.returncode, lines[-1].strip() if lines and proc.returncode else "")
 
 
-def verify_script(path: str, targets: list[Target], timeout: int, fix) -> list[tuple[RunOutcome, RunOutcome, int]]:  # type: ignore[no-untyped-def]
+def verify_script(path: str, targets: list[Target], timeout: int,
+                  fix: Callable[[str], int]) -> list[tuple[RunOutcome, RunOutcome, int]]:
     """Run a copy of the script before and after ``fix(copy_path) -> fixes applied`` on each target."""
     out = []
     with tempfile.TemporaryDirectory(prefix="devlint-run-") as scratch:
@@ -294,6 +333,6 @@ def verify_script(path: str, targets: list[Target], timeout: int, fix) -> list[t
         shutil.copy(path, copy)
         befores = [run_script(copy, t, timeout) for t in targets]
         fixed = fix(copy)
-        for target, before in zip(targets, befores):
+        for target, before in zip(targets, befores, strict=True):
             out.append((before, run_script(copy, target, timeout), fixed))
     return out

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import json
 
-from devlint.verify import CONFIRMED, INCONCLUSIVE, NOT_REPRODUCED, Outcome, RunOutcome, Target, Verified
+from devlint.verify import (
+    CONFIRMED,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    MatrixRow,
+    Outcome,
+    RunOutcome,
+    Target,
+    Verified,
+)
 
 
-def _outcome(o: Outcome | None) -> dict | None:
+def _outcome(o: Outcome | None) -> dict[str, str] | None:
     return None if o is None else {"verdict": o.verdict, "detail": o.detail}
 
 
@@ -20,7 +29,7 @@ def _fix_cell(v: Verified) -> str:
 
 def _table(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in rows)
+    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n" for r in rows)
 
 
 def render_verified(verified: list[Verified], targets: list[Target], fmt: str) -> str:
@@ -43,25 +52,26 @@ def render_verified(verified: list[Verified], targets: list[Target], fmt: str) -
         rows.append([f"{f.path}:{f.start.row}:{f.start.column}", f.code,
                      *[v.before[t.name].verdict if t.name in v.before else "-" for t in targets], _fix_cell(v)])
     out = _table(rows)
-    seen: set[str] = set()
+    seen: set[tuple[str, str, str]] = set()  # (code, verdict or "fix", detail) already told
     for v in verified:
         for t in targets:
             o = v.before.get(t.name)
             if o is not None and o.detail and (v.finding.code, o.verdict, o.detail) not in seen:
                 seen.add((v.finding.code, o.verdict, o.detail))
                 details.append(f"  {v.finding.code} {o.verdict} on {t.name}: {o.detail}")
-        for t, o in v.after.items():
+        for name, o in v.after.items():
             if o.verdict != "clean" and (v.finding.code, "fix", o.detail) not in seen:
                 seen.add((v.finding.code, "fix", o.detail))
-                details.append(f"  {v.finding.code} fixed probe failed on {t}: {o.detail}")
+                details.append(f"  {v.finding.code} fixed probe failed on {name}: {o.detail}")
     counts = {k: sum(1 for v in verified if any(o.verdict == k for o in v.before.values()))
               for k in (CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE)}
     summary = (f"{len(verified)} findings: {counts[CONFIRMED]} confirmed on at least one target, "
-               f"{counts[NOT_REPRODUCED]} not reproduced on some target, {counts[INCONCLUSIVE]} inconclusive on some target.\n")
+               f"{counts[NOT_REPRODUCED]} not reproduced on some target, "
+               f"{counts[INCONCLUSIVE]} inconclusive on some target.\n")
     return out + ("\n" + "\n".join(details) + "\n" if details else "") + "\n" + summary
 
 
-def render_matrix(matrix, targets: list[Target], fmt: str) -> str:  # type: ignore[no-untyped-def]
+def render_matrix(matrix: list[MatrixRow], targets: list[Target], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([{
             "code": code, "evidence": evidence, "probe": note,
@@ -70,7 +80,7 @@ def render_matrix(matrix, targets: list[Target], fmt: str) -> str:  # type: igno
         } for code, evidence, note, before, after in matrix], indent=2) + "\n"
     rows = [["rule", "probe", *[t.name for t in targets], "after fix"]]
     details = []
-    for code, evidence, note, before, after in matrix:
+    for code, evidence, _note, before, after in matrix:
         label = ", ".join(f"{k}={v!r}" for k, v in evidence.items())
         fixed = "no fix" if not after else ("clean" if {o.verdict for o in after.values()} == {"clean"} else "FAILED")
         rows.append([code, label, *[before[t.name].verdict for t in targets], fixed])

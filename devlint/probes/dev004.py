@@ -44,7 +44,8 @@ def probe(evidence: CudaEnvEvidence) -> Probe:
     fresh = (
         "import os, subprocess, sys\n"
         "def _count(**env):\n"
-        f"    out = subprocess.run([sys.executable, '-c', {count!r}], capture_output=True, text=True, env={{**os.environ, **env}})\n"
+        f"    out = subprocess.run([sys.executable, '-c', {count!r}], capture_output=True, text=True,"
+        " env={**os.environ, **env})\n"
         "    return int(out.stdout.split()[-1])\n"
         "_n0 = _count()\n"
         f"_n_fresh = _count(**{{{var!r}: {value!r}}})\n"

@@ -10,19 +10,12 @@ pre-filter's differential test. What ``devlint verify`` runs for a finding lives
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterable, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from devlint.context import Context
-from devlint.diagnostics import (  # noqa: F401 - the names rules build findings from
-    Applicability,
-    Edit,
-    Evidence,
-    Finding,
-    Fix,
-    FixAvailability,
-    Position,
-)
+from devlint.diagnostics import Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.lazy import LazyModule
 
 if TYPE_CHECKING:

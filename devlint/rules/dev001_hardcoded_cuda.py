@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Literal
 
 from devlint import devices
 from devlint.analysis import device_uses, guards, parameter_used_as_device, string_value
 from devlint.bindings import device_name_at
 from devlint.context import Context
 from devlint.devices import UseKind
+from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
 from devlint.lazy import LazyModule
-from devlint.rules.base import (
-    Applicability,
-    Evidence,
-    Finding,
-    Fix,
-    FixAvailability,
-    Invalid,
-    Rule,
-    Valid,
-    replace_token,
-)
+from devlint.rules.base import Invalid, Rule, Valid, replace_token
 from devlint.rules.fixes import fallback_expr, needs_parens, paren_call_insert, preferred_quote, quote_at
 from devlint.screen import AstIndex, dotted
 
@@ -123,10 +115,13 @@ to lint it.
 '''
 
     VALID = (
-        Valid('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.zeros(1, device=device)\n'),
+        Valid('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+              'x = torch.zeros(1, device=device)\n'),
         Valid('import torch\nif torch.cuda.is_available():\n    model = torch.nn.Linear(2, 2).cuda()\n'),
-        Valid('import sys\nimport torch\nif not torch.cuda.is_available():\n    sys.exit("needs a GPU")\nx = torch.zeros(1).cuda()\n'),
-        Valid('import torch\nuse_gpu = torch.cuda.is_available()\nx = torch.zeros(1, device="cuda" if use_gpu else "cpu")\n'),
+        Valid('import sys\nimport torch\nif not torch.cuda.is_available():\n    sys.exit("needs a GPU")\n'
+              'x = torch.zeros(1).cuda()\n'),
+        Valid('import torch\nuse_gpu = torch.cuda.is_available()\n'
+              'x = torch.zeros(1, device="cuda" if use_gpu else "cpu")\n'),
         Valid('import torch\nok = torch.device("cuda") in [torch.device("cpu")]\nprint("cuda")\n'),
         Valid('import torch\ndef get_dtype(device="cuda"):\n    return torch.get_autocast_dtype(device)\n'),
         Valid('device = "cuda"\nmodel = model.cuda()\n'),  # no torch import: not torch code
@@ -134,7 +129,8 @@ to lint it.
     )
     INVALID = (
         Invalid(
-            'import torch\n\ndevice = "cuda"\nmodel = torch.nn.Linear(4, 2).cuda()\nx = torch.zeros(8, 4, device="cuda")\n',
+            'import torch\n\ndevice = "cuda"\nmodel = torch.nn.Linear(4, 2).cuda()\n'
+            'x = torch.zeros(8, 4, device="cuda")\n',
             fixed='import torch\n\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
                   'model = torch.nn.Linear(4, 2).to(device)\nx = torch.zeros(8, 4, device=device)\n',
             doc=True,
@@ -147,13 +143,17 @@ to lint it.
         Invalid('import torch\nfrom torch import device as Device\nd = Device("cuda")\n',
                 fixed='import torch\nfrom torch import device as Device\n'
                       'd = Device("cuda" if torch.cuda.is_available() else "cpu")\n'),
-        Invalid('import torch\ndef f(m, torch_=None):\n    for device in ["cpu", "cuda"]:\n        pass\n    return m.cuda()\n',
+        Invalid('import torch\ndef f(m, torch_=None):\n    for device in ["cpu", "cuda"]:\n        pass\n'
+                '    return m.cuda()\n',
                 fixed='import torch\ndef f(m, torch_=None):\n    for device in ["cpu", "cuda"]:\n        pass\n'
                       '    return m.to("cuda" if torch.cuda.is_available() else "cpu")\n'),
         Invalid("import torch\nx = torch.ones(1)\nprint(f\"{x.cuda()}\")\n",
-                fixed="import torch\nx = torch.ones(1)\nprint(f\"{x.to('cuda' if torch.cuda.is_available() else 'cpu')}\")\n"),
-        Invalid('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch\ndef f(m):\n    return m.cuda()\n'),
-        Invalid('import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\n',
+                fixed="import torch\nx = torch.ones(1)\n"
+                      "print(f\"{x.to('cuda' if torch.cuda.is_available() else 'cpu')}\")\n"),
+        Invalid('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import torch\n'
+                'def f(m):\n    return m.cuda()\n'),
+        Invalid('import argparse\nimport torch\np = argparse.ArgumentParser()\n'
+                'p.add_argument("--device", default="cuda")\n',
                 fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\n'
                       'p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")\n'),
     )
@@ -186,7 +186,8 @@ to lint it.
             use = uses.use_of(node)
             if use is None or guard.is_guarded(node):
                 continue
-            if use.kind is UseKind.DEFAULT and not parameter_used_as_device(ctx, ctx.parent(use.expr)):
+            param = ctx.parent(use.expr) if use.kind is UseKind.DEFAULT else None
+            if isinstance(param, cst.Param) and not parameter_used_as_device(ctx, param):
                 continue  # def f(device="cuda"): ... that never puts a tensor there
             yield self.finding(
                 ctx, node,
@@ -240,7 +241,7 @@ to lint it.
         quote = quote_at(ctx, call, preferred_quote(ctx))
         if index is None:
             target = device_name_at(ctx, call)
-            extra: list = []
+            extra: list[Edit] = []
             if target is None:
                 found = fallback_expr(ctx, call, "cuda", quote)
                 if found is None:
@@ -258,7 +259,7 @@ to lint it.
         return Fix((*extra, replace_token(ctx, func.attr, "to"), device_edit), Applicability.UNSAFE, "Use .to(device)")
 
 
-def _cuda_index(call: cst.Call) -> cst.Integer | None | bool:
+def _cuda_index(call: cst.Call) -> cst.Integer | Literal[False] | None:
     """The literal device index of ``.cuda(N)`` / ``.cuda(device=N)``, None for none, False when the call
     has arguments the fix does not rewrite."""
     index: cst.Integer | None = None

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from devlint.context import Context
+from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
 from devlint.lazy import LazyModule
 from devlint.provenance import provenance
-from devlint.rules.base import (
-    Applicability,
-    Evidence,
-    Finding,
-    Fix,
-    FixAvailability,
-    Invalid,
-    Rule,
-    Valid,
-    insert_after,
-)
+from devlint.rules.base import Invalid, Rule, Valid, insert_after
 from devlint.screen import AstIndex
 
 if TYPE_CHECKING:
@@ -123,7 +115,8 @@ to lint it.
         Invalid("import torch as T\np = T.nn.Parameter(T.zeros(2))\ny = (p * 2).numpy()\n",
                 fixed="import torch as T\np = T.nn.Parameter(T.zeros(2))\ny = (p * 2).detach().numpy()\n"),
         Invalid("import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\ny = net(torch.ones(2)).numpy()\n",
-                fixed="import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\ny = net(torch.ones(2)).detach().numpy()\n"),
+                fixed="import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\n"
+                      "y = net(torch.ones(2)).detach().numpy()\n"),
     )
 
     def screen(self, index: AstIndex) -> bool:

@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from devlint import devices
 from devlint.analysis import DeviceUse, DeviceUses, device_uses, string_value
 from devlint.context import Context, dotted_name
 from devlint.devices import UseKind
+from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
 from devlint.lazy import LazyModule
-from devlint.rules.base import (
-    Applicability,
-    Evidence,
-    Finding,
-    Fix,
-    FixAvailability,
-    Invalid,
-    Rule,
-    Valid,
-    replace_token,
-)
+from devlint.rules.base import Invalid, Rule, Valid, replace_token
 from devlint.screen import AstIndex
 
 if TYPE_CHECKING:
@@ -42,7 +34,8 @@ class DeviceStringEvidence(Evidence):
 
 def _short(error: str) -> str:
     if error.startswith("Expected one of"):
-        return "Expected one of cpu, cuda, ..., privateuseone device type at start of device string: " + error.rsplit(": ", 1)[1]
+        return ("Expected one of cpu, cuda, ..., privateuseone device type at start of device string: "
+                + error.rsplit(": ", 1)[1])
     return error
 
 
@@ -51,15 +44,27 @@ def _invalid(content: bytes) -> bool:
     return not devices.is_valid(content.decode("utf-8", "replace"))
 
 
+def _caught_types(handler: cst.ExceptHandler) -> list[cst.BaseExpression | None]:
+    """What ``handler`` catches: its type, or each element of its tuple (a starred one as it stands); None
+    for a bare ``except:``."""
+    if not isinstance(handler.type, cst.Tuple):
+        return [handler.type]
+    types: list[cst.BaseExpression | None] = []
+    for t in handler.type.elements:
+        if isinstance(t, cst.Element):
+            types.append(t.value)
+        elif isinstance(t, cst.StarredElement):
+            types.append(t)
+    return types
+
+
 def _caught(ctx: Context, node: cst.CSTNode) -> bool:
     """Is ``node`` in the body of a ``try`` whose handler catches torch's RuntimeError?"""
     child = node
     for anc in ctx.ancestors(node):
         if isinstance(anc, cst.Try) and child is anc.body:
             for handler in anc.handlers:
-                types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-                for t in types:
-                    expr = t.value if isinstance(t, cst.Element) else t
+                for expr in _caught_types(handler):
                     if expr is None or (dotted_name(expr) or "").split(".")[-1] in devices.DEVICE_STRING_EXCEPTIONS:
                         return True
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -84,14 +89,17 @@ class _Trigger:
     _positions = devices.position_triggers()
     _literal = re.compile(rb"[\s\\]*\(?[\s\\]*(?:type\s*=\s*)?[rRuU]?([\"'])")
     # the literal's content, then what follows it: on the same line, or first on the next non-blank line
-    _content = {q: re.compile(rb"([^" + q + rb"\\\n]*)" + q + rb"[ \t]*(?:#[^\n]*)?(\r?\n\s*)?(\w+|\S?)")
-                for q in (b'"', b"'")}
+    _content: ClassVar[dict[bytes, re.Pattern[bytes]]] = {
+        q: re.compile(rb"([^" + q + rb"\\\n]*)" + q + rb"[ \t]*(?:#[^\n]*)?(\r?\n\s*)?(\w+|\S?)")
+        for q in (b'"', b"'")
+    }
     _ends = frozenset({b"", b",", b")", b"]", b"}", b";"})
     _goes_on = frozenset({b"if", b"else", b"or", b"and"})
     _branch = re.compile(rb"\b(?:if|else|or|and)[\s\\(]*[rRuU]?[\"']")
     _import = re.compile(rb"import[^\n]*\b" + devices.DEVICE_CONSTRUCTOR.rsplit(".", 1)[1].encode() + rb"\b")
     _device_like = re.compile(
-        rb"([\"'])(\s*(?i:" + "|".join(sorted(devices.DEVICE_TYPES, key=len, reverse=True)).encode() + rb")[^\"'\n]{0,40})\1"
+        rb"([\"'])(\s*(?i:" + "|".join(sorted(devices.DEVICE_TYPES, key=len, reverse=True)).encode()
+        + rb")[^\"'\n]{0,40})\1"
     )
     _loose_before = re.compile(rb"(?:(?<![=!<>])=|:|\belse|\bor|\band)[\s\\]*\(?[\s\\]*[rRuU]?$")
 
@@ -198,9 +206,11 @@ to lint it.
     VALID = (
         Valid('import torch\nx = torch.zeros(1, device="cuda:0" if torch.cuda.is_available() else "cpu")\n'),
         Valid('import torch\nd = torch.device("mps")\ne = torch.device("npu:0")  # an out-of-tree backend\n'),
-        Valid('import torch\ndef valid(s):\n    try:\n        torch.device(s)\n    except RuntimeError:\n        return False\n'),
+        Valid('import torch\ndef valid(s):\n    try:\n        torch.device(s)\n    except RuntimeError:\n'
+              '        return False\n'),
         Valid('import torch\ntry:\n    d = torch.device("CUDA")\nexcept RuntimeError:\n    d = torch.device("cpu")\n'),
-        Valid('import torch\nimport openvino as ov\ndevice = "CPU"\ncompiled = ov.Core().compile_model(model, device)\n'),
+        Valid('import torch\nimport openvino as ov\ndevice = "CPU"\n'
+              'compiled = ov.Core().compile_model(model, device)\n'),
         Valid('import torch\nimport nvidia.dali.fn as fn\nimages = fn.decoders.image(jpegs, device="gpu")\n'),
         Valid('import torch\nmodel_name = "auto"\ndevice_map = "auto"\n'),
     )
@@ -208,17 +218,20 @@ to lint it.
         Invalid(
             'import torch\n\ndevice = torch.device("cuda:1,2" if torch.cuda.is_available() else "cpu")\n'
             'x = torch.zeros(3, device="CUDA")\n',
-            use_instead='import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # before importing torch\nimport torch\n\n'
+            use_instead='import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # before importing torch\n'
+                        'import torch\n\n'
                         'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
                         'x = torch.zeros(3, device="cuda")\n',
             fixed='import torch\n\ndevice = torch.device("cuda:1,2" if torch.cuda.is_available() else "cpu")\n'
                   'x = torch.zeros(3, device="cuda")\n',
             doc=True,
         ),
-        Invalid('import torch\nx = torch.ones(2).to("cuda: 0")\n', fixed='import torch\nx = torch.ones(2).to("cuda:0")\n'),
+        Invalid('import torch\nx = torch.ones(2).to("cuda: 0")\n',
+                fixed='import torch\nx = torch.ones(2).to("cuda:0")\n'),
         Invalid("import torch as T\nd = T.device('cuda0')\n", fixed="import torch as T\nd = T.device('cuda:0')\n"),
         Invalid('import torch\nd = torch.device("gpu")\n', fixed='import torch\nd = torch.device("cuda")\n'),
-        Invalid('import torch\ndevice = "CUDA"\nmodel.to(device)\n', fixed='import torch\ndevice = "cuda"\nmodel.to(device)\n'),
+        Invalid('import torch\ndevice = "CUDA"\nmodel.to(device)\n',
+                fixed='import torch\ndevice = "cuda"\nmodel.to(device)\n'),
         Invalid('# no torch import: reported, not fixed\nDEVICE = "CUDA:0"\n'),
         Invalid('import torch\ntry:\n    x = torch.zeros(1, device="CUDA")\nexcept Exception:\n    x = None\n'),
     )
@@ -299,4 +312,5 @@ to lint it.
         else:
             hint = 'use a device type such as "cuda", "cuda:0", "mps" or "cpu"'
         message = f'Invalid device string "{value}": torch.device raises "{_short(error)}"; {hint}'
-        return self.finding(ctx, node, message, fix, evidence=DeviceStringEvidence(value=value, fixed=suggestion if fix is not None else None))
+        evidence = DeviceStringEvidence(value=value, fixed=suggestion if fix is not None else None)
+        return self.finding(ctx, node, message, fix, evidence=evidence)

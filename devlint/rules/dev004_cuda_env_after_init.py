@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.analysis import string_value
 from devlint.context import Context
+from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.lazy import LazyModule
-from devlint.rules.base import (
-    Applicability,
-    Edit,
-    Evidence,
-    Finding,
-    Fix,
-    FixAvailability,
-    Invalid,
-    Position,
-    Rule,
-    Valid,
-    node_end,
-    node_start,
-)
+from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
 from devlint.source import split_lines
 
 if TYPE_CHECKING:
@@ -118,7 +107,8 @@ cell, before `import torch`, and restart the kernel after changing it.
                   'import torch\n\nprint(torch.cuda.device_count())\n',
             doc=True,
         ),
-        Invalid('import torch\nimport os as osm\nx = torch.zeros(1).cuda()\nosm.environ.update({"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})\n',
+        Invalid('import torch\nimport os as osm\nx = torch.zeros(1).cuda()\n'
+                'osm.environ.update({"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})\n',
                 fixed='import os as osm\nosm.environ.update({"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})\nimport torch\n'
                       'import os as osm\nx = torch.zeros(1).cuda()\n'),
         Invalid('import os\nimport torch\ndef main():\n    if torch.cuda.is_available():\n        pass\n'
@@ -147,10 +137,9 @@ cell, before `import torch`, and restart the kernel after changing it.
                 var=var, value=self._literal_value(node, var), init=ctx.qualname(init.func)))
 
     @staticmethod
-    def _literal_value(node: cst.CSTNode, var: str) -> str | None:
+    def _literal_value(node: cst.Assign | cst.Call, var: str) -> str | None:
         if isinstance(node, cst.Assign):
             return string_value(node.value)
-        assert isinstance(node, cst.Call)
         for i, arg in enumerate(node.args):
             if arg.keyword is not None and arg.keyword.value == var:
                 return string_value(arg.value)
@@ -179,72 +168,32 @@ cell, before `import torch`, and restart the kernel after changing it.
         ) and (qn or "").startswith("torch.")
 
     @staticmethod
-    def _writes(ctx: Context) -> Iterable[tuple[cst.CSTNode, str]]:
-        for assign in ctx.nodes(cst.Assign):
-            for target in assign.targets:
-                sub = target.target
-                if isinstance(sub, cst.Subscript) and ctx.qualname(sub.value) == "os.environ" and len(sub.slice) == 1:
-                    index = sub.slice[0].slice
-                    key = string_value(index.value) if isinstance(index, cst.Index) else None
-                    if key in devices.CUDA_ENV_VARS:
-                        yield assign, key
-        for call in ctx.nodes(cst.Call):
-            qn = ctx.qualname(call.func)
-            if qn not in devices.ENV_WRITE_CALLS:
-                continue
-            keys: list[str] = []
-            for arg in call.args:
-                if arg.keyword is not None:
-                    keys.append(arg.keyword.value)
-                elif isinstance(arg.value, cst.Dict):
-                    keys.extend(string_value(el.key) or "" for el in arg.value.elements if isinstance(el, cst.DictElement))
-                else:
-                    keys.append(string_value(arg.value) or "")
-                if qn != "os.environ.update":
-                    break  # putenv(key, value) / setdefault(key, value): only the first is a key
-            for key in keys:
-                if key in devices.CUDA_ENV_VARS:
-                    yield call, key
-                    break
+    def _writes(ctx: Context) -> Iterable[tuple[cst.Assign | cst.Call, str]]:
+        """Each write of a CUDA variable: ``os.environ[VAR] = ...``, then ``os.environ.update(...)``,
+        ``os.environ.setdefault(...)``, ``os.putenv(...)``; with the variable."""
+        yield from _subscript_writes(ctx)
+        yield from _call_writes(ctx)
 
     @staticmethod
-    def _fix(ctx: Context, node: cst.CSTNode) -> Fix | None:
+    def _fix(ctx: Context, node: cst.Assign | cst.Call) -> Fix | None:
         """Move a module-level write with a literal value above the first top-level torch import."""
         stmt = ctx.parent(node)
         if isinstance(node, cst.Call):
             stmt = ctx.parent(stmt) if isinstance(stmt, cst.Expr) else None
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or stmt not in ctx.module.body:
             return None
-        values = [node.value] if isinstance(node, cst.Assign) else [a.value for a in node.args]  # type: ignore[union-attr]
-        for value in values:
-            if isinstance(value, cst.Dict):
-                if not all(isinstance(e, cst.DictElement) and string_value(e.value) is not None for e in value.elements):
-                    return None
-            elif string_value(value) is None:
-                return None
+        if not _literal_write(node):
+            return None
         body = list(ctx.module.body)
         torch_import = next((s for s in body if isinstance(s, cst.SimpleStatementLine) and any(
             isinstance(i, (cst.Import, cst.ImportFrom)) and CudaEnvAfterInit._imports(ctx, i, "torch") for i in s.body
         )), None)
         if torch_import is None or body.index(torch_import) > body.index(stmt):
             return None
-        # the name the write uses (os / osm / environ) must be bound before the torch import
-        root = ctx.code(node).split(".")[0].split("[")[0].strip()
-        target = ctx.aliases.get(root, "")
-        bound_before = any(
-            isinstance(i, (cst.Import, cst.ImportFrom)) and CudaEnvAfterInit._binds(ctx, i, root)
-            for s in body[: body.index(torch_import)] if isinstance(s, cst.SimpleStatementLine) for i in s.body
-        )
+        prelude = _import_prelude(ctx, node, body[: body.index(torch_import)])
+        if prelude is None:
+            return None
         nl = ctx.module.default_newline
-        prelude = ""
-        if not bound_before:
-            if target == "os":
-                prelude = f"import os{nl}" if root == "os" else f"import os as {root}{nl}"
-            elif target.startswith("os."):
-                name = target[3:]
-                prelude = f"from os import {name}{nl}" if root == name else f"from os import {name} as {root}{nl}"
-            else:
-                return None
         first, last = node_start(ctx, stmt).row, node_end(ctx, stmt).row
         lines = split_lines(ctx.text if ctx.text is not None else ctx.module.code)
         original = "".join(lines[first - 1: last])
@@ -270,7 +219,84 @@ cell, before `import torch`, and restart the kernel after changing it.
         if isinstance(imp.names, cst.ImportStar):
             return False
         for alias in imp.names:
-            bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else ctx.code(alias.name).split(".")[0]
+            if alias.asname and isinstance(alias.asname.name, cst.Name):
+                bound = alias.asname.name.value
+            else:
+                bound = ctx.code(alias.name).split(".")[0]
             if bound == name:
                 return True
         return False
+
+
+def _subscript_writes(ctx: Context) -> Iterable[tuple[cst.Assign, str]]:
+    """``os.environ[VAR] = ...`` for a CUDA variable."""
+    for assign in ctx.nodes(cst.Assign):
+        for target in assign.targets:
+            sub = target.target
+            if isinstance(sub, cst.Subscript) and ctx.qualname(sub.value) == "os.environ" and len(sub.slice) == 1:
+                index = sub.slice[0].slice
+                key = string_value(index.value) if isinstance(index, cst.Index) else None
+                if key in devices.CUDA_ENV_VARS:
+                    yield assign, key
+
+
+def _call_writes(ctx: Context) -> Iterable[tuple[cst.Call, str]]:
+    """``os.environ.update(...)`` / ``.setdefault(...)`` / ``os.putenv(...)`` of a CUDA variable (the first
+    one it names)."""
+    for call in ctx.nodes(cst.Call):
+        qn = ctx.qualname(call.func)
+        if qn not in devices.ENV_WRITE_CALLS:
+            continue
+        for key in _written_keys(call, qn):
+            if key in devices.CUDA_ENV_VARS:
+                yield call, key
+                break
+
+
+def _written_keys(call: cst.Call, qn: str) -> list[str]:
+    """The variables ``call`` (one of :data:`devices.ENV_WRITE_CALLS`) may write, "" for one not spelled out:
+    every keyword and dict key of ``os.environ.update``, the first argument of the others."""
+    keys: list[str] = []
+    for arg in call.args:
+        if arg.keyword is not None:
+            keys.append(arg.keyword.value)
+        elif isinstance(arg.value, cst.Dict):
+            keys.extend(string_value(el.key) or "" for el in arg.value.elements if isinstance(el, cst.DictElement))
+        else:
+            keys.append(string_value(arg.value) or "")
+        if qn != "os.environ.update":
+            break  # putenv(key, value) / setdefault(key, value): only the first is a key
+    return keys
+
+
+def _literal_write(node: cst.Assign | cst.Call) -> bool:
+    """Is every value the write sets a string literal (a dict of them for ``os.environ.update``)?"""
+    values = [node.value] if isinstance(node, cst.Assign) else [a.value for a in node.args]
+    for value in values:
+        if isinstance(value, cst.Dict):
+            if not all(isinstance(e, cst.DictElement) and string_value(e.value) is not None for e in value.elements):
+                return False
+        elif string_value(value) is None:
+            return False
+    return True
+
+
+def _import_prelude(ctx: Context, node: cst.Assign | cst.Call, before_torch: Sequence[cst.BaseStatement]) -> str | None:
+    """What a moved write needs above it for the name it starts with (``os``, ``osm``, ``environ``) to be
+    bound there: "" when a statement of ``before_torch`` imports it, else an import of it; None when that
+    name is not ``os`` or a name from ``os``."""
+    root = ctx.code(node).split(".")[0].split("[")[0].strip()
+    target = ctx.aliases.get(root, "")
+    bound_before = any(
+        isinstance(i, (cst.Import, cst.ImportFrom)) and CudaEnvAfterInit._binds(ctx, i, root)
+        for s in before_torch if isinstance(s, cst.SimpleStatementLine) for i in s.body
+    )
+    if bound_before:
+        return ""
+    nl = ctx.module.default_newline
+    if target == "os":
+        return f"import os{nl}" if root == "os" else f"import os as {root}{nl}"
+    if target.startswith("os."):
+        name = target[3:]
+        return f"from os import {name}{nl}" if root == name else f"from os import {name} as {root}{nl}"
+    return None

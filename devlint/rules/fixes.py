@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from devlint.bindings import module_importable_at, module_name_at
 from devlint.context import Context, dotted_name
+from devlint.diagnostics import Edit, Position
 from devlint.lazy import LazyModule
-from devlint.rules.base import Edit, Position, node_end, node_start
+from devlint.rules.base import node_end, node_start
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -43,7 +44,8 @@ def torch_name(ctx: Context, site: cst.CSTNode) -> tuple[str, list[Edit]] | None
 
 def _imports_torch_part(ctx: Context, small: cst.BaseSmallStatement) -> bool:
     if isinstance(small, cst.ImportFrom):
-        return small.module is not None and not small.relative and (dotted_name(small.module) or "").split(".")[0] == "torch"
+        return (small.module is not None and not small.relative
+                and (dotted_name(small.module) or "").split(".")[0] == "torch")
     if isinstance(small, cst.Import):
         return any((dotted_name(a.name) or "").split(".")[0] == "torch" for a in small.names)
     return False
@@ -103,9 +105,7 @@ def needs_parens(ctx: Context, node: cst.BaseExpression) -> bool:
         return getattr(parent, "value", None) is not node
     if isinstance(parent, cst.Param):
         return parent.default is not node
-    if isinstance(parent, (cst.Element, cst.FormattedStringExpression)):
-        return False
-    return True
+    return not isinstance(parent, (cst.Element, cst.FormattedStringExpression))
 
 
 def paren_call_insert(ctx: Context, call: cst.Call, content: str) -> Edit | None:
