@@ -1,14 +1,13 @@
-"""Analyses shared by the rules: string values, CUDA-availability guards, where an expression is used as
-a device, and which device variable is in scope. Rules ask; nothing here reports."""
+"""Analyses shared by the rules: where an expression is used as a device, and whether a parameter is. The
+guards (what runs only with an accelerator) are in guards.py. Rules ask; nothing here reports."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.context import Context, children, dotted_name
+from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.lazy import LazyModule
 
@@ -22,138 +21,7 @@ AVAILABILITY_CALLS = devices.AVAILABILITY_CALLS
 CUDA_INIT_CALLS = devices.CUDA_INIT_CALLS
 
 
-def string_value(node: cst.CSTNode) -> str | None:
-    """The value of a plain (non-f, non-bytes) string literal, else None."""
-    if isinstance(node, cst.SimpleString):
-        if "b" in node.prefix.lower():
-            return None
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    if isinstance(node, cst.ConcatenatedString):
-        left, right = string_value(node.left), string_value(node.right)
-        if left is not None and right is not None:
-            return left + right
-    return None
-
-
 is_device_var_name = devices.is_device_name
-
-
-def _walk_expr(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Yield ``node`` and its sub-expressions (not into lambdas)."""
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        yield cur
-        if isinstance(cur, cst.Lambda):
-            continue
-        stack.extend(children(cur))
-
-
-class Guards:
-    """Answers "is this node only reached when CUDA (or another accelerator) was checked for?"."""
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self._block_guard: dict[cst.CSTNode, int | None] = {}
-        self.guard_names: set[str] = set()
-        # Variables holding an availability test: use_gpu = torch.cuda.is_available()
-        for _ in range(2):  # twice: a guard may be built from another (ok = use_gpu and n > 1)
-            before = len(self.guard_names)
-            for assign in ctx.nodes(cst.Assign):
-                if self.is_test(assign.value):
-                    for target in assign.targets:
-                        name = dotted_name(target.target)
-                        if name:
-                            self.guard_names.add(name)
-            if len(self.guard_names) == before:
-                break  # nothing new: a second pass would find the same
-        self.module_guarded = any(
-            dotted_name(t.target) == "pytestmark" and self.is_test(a.value)
-            for a in ctx.nodes(cst.Assign) for t in a.targets
-        )
-
-    def is_test(self, expr: cst.CSTNode) -> bool:
-        """Does this condition look at accelerator availability or at which device is in use?"""
-        ctx = self.ctx
-        for sub in _walk_expr(expr):
-            if isinstance(sub, cst.Call):
-                name = ctx.qualname(sub.func) or dotted_name(sub.func) or ""
-                if name in devices.AVAILABILITY_CALLS or devices.is_guard_text(name.split(".")[-1]):
-                    return True
-            elif isinstance(sub, (cst.Name, cst.Attribute)):
-                dotted = dotted_name(sub)
-                if dotted and (dotted in self.guard_names or devices.is_guard_text(dotted)):
-                    return True
-            elif isinstance(sub, (cst.SimpleString, cst.ConcatenatedString)):
-                # a condition that mentions a device: device.type == "cuda", provider in ("CUDAExecutionProvider",)
-                value = string_value(sub)
-                if value is not None and (devices.is_guard_text(value) or devices.DEVICE_TEST_STRING.match(value)):
-                    return True
-        return False
-
-    def _decorated_guard(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
-        if isinstance(node, cst.FunctionDef) and devices.is_guard_text(node.name.value):
-            return True
-        return any(self.is_test(d.decorator) for d in node.decorators)
-
-    def _is_exit(self, stmt: cst.BaseStatement) -> bool:
-        body = stmt.body.body if isinstance(stmt, cst.If) else []
-        if isinstance(body, cst.BaseSuite) or not body:
-            return False
-        last = body[-1]
-        small = last.body if isinstance(last, cst.SimpleStatementLine) else []
-        for s in small:
-            if isinstance(s, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
-                return True
-            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
-                name = self.ctx.qualname(s.value.func) or dotted_name(s.value.func)
-                if name in devices.EXIT_CALLS:
-                    return True
-        return False
-
-    def _first_guard_index(self, block: cst.CSTNode, body: Sequence[cst.BaseStatement]) -> int | None:
-        if block not in self._block_guard:
-            found = None
-            for i, stmt in enumerate(body):
-                if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_test(stmt.test) and self._is_exit(stmt):
-                    found = i
-                    break
-                if isinstance(stmt, cst.SimpleStatementLine) and any(
-                    isinstance(s, cst.Assert) and self.is_test(s.test) for s in stmt.body
-                ):
-                    found = i
-                    break
-            self._block_guard[block] = found
-        return self._block_guard[block]
-
-    def is_guarded(self, node: cst.CSTNode) -> bool:
-        if self.module_guarded:
-            return True
-        ctx = self.ctx
-        child = node
-        for anc in ctx.ancestors(node):
-            if isinstance(anc, (cst.If, cst.While)) and child is not anc.test and self.is_test(anc.test):
-                return True
-            if isinstance(anc, cst.IfExp) and child is not anc.test and self.is_test(anc.test):
-                return True
-            if isinstance(anc, cst.BooleanOperation) and child is anc.right and self.is_test(anc.left):
-                return True
-            if isinstance(anc, (cst.FunctionDef, cst.ClassDef)) and self._decorated_guard(anc):
-                return True
-            if isinstance(anc, cst.Try) and child is anc.body and any(
-                h.type is None or (dotted_name(h.type) or "").split(".")[-1]
-                in devices.GUARD_EXCEPTIONS
-                or isinstance(h.type, cst.Tuple)
-                for h in anc.handlers
-            ):
-                return True
-            if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child in anc.body:
-                first = self._first_guard_index(anc, anc.body)
-                if first is not None and anc.body.index(child) > first:
-                    return True
-            child = anc
-        return False
 
 
 @dataclass(frozen=True)
@@ -334,10 +202,6 @@ def parameter_used_as_device(ctx: Context, param: cst.Param, uses: DeviceUses | 
             continue
         return True  # assigned, returned, stored, formatted: it gets out of sight
     return False
-
-
-def guards(ctx: Context) -> Guards:
-    return ctx.shared("guards", Guards)
 
 
 def device_uses(ctx: Context) -> DeviceUses:

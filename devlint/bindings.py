@@ -379,7 +379,7 @@ def is_device_expr(ctx: Context, expr: cst.BaseExpression | None, self_name: str
 
 def _is_device_string(expr: cst.SimpleString | cst.ConcatenatedString) -> bool:
     """A plain string literal that ``torch.device`` accepts."""
-    from devlint.analysis import string_value
+    from devlint.context import string_value
 
     value = string_value(expr)
     if value is None:

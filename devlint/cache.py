@@ -108,6 +108,23 @@ def _make_cache_dir(directory: str) -> None:
                 fh.write(text)
 
 
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _deps_unchanged(deps: object) -> bool:
+    if not isinstance(deps, dict):
+        return False
+    for path, expected in deps.items():
+        try:
+            with open(path, "rb") as fh:
+                if digest(fh.read()) != expected:
+                    return False
+        except OSError:
+            return False
+    return True
+
+
 class Cache:
     """One JSON file per devlint build (version + source digest): ``{key: [day last used, findings]}``.
 
@@ -138,8 +155,10 @@ class Cache:
 
     def get(self, key: str, path: str) -> list[Finding] | None:
         entry = self.entries.get(key)
-        if not (isinstance(entry, list) and len(entry) == 2):
+        if not (isinstance(entry, list) and len(entry) in (2, 3)):
             return None
+        if len(entry) == 3 and not _deps_unchanged(entry[2]):
+            return None  # a finding depended on another file of the project, which changed
         try:
             findings = load(entry[1], path)
         except (KeyError, TypeError, ValueError):
@@ -149,8 +168,9 @@ class Cache:
             self.dirty = True
         return findings
 
-    def put(self, key: str, findings: list[Finding]) -> None:
-        self.entries[key] = [self.today, dump(findings)]
+    def put(self, key: str, findings: list[Finding], deps: dict[str, str] | None = None) -> None:
+        """``deps``: the other files the result depended on (path -> digest of their bytes)."""
+        self.entries[key] = [self.today, dump(findings), deps] if deps else [self.today, dump(findings)]
         self.dirty = True
 
     def save(self) -> None:
@@ -162,7 +182,7 @@ class Cache:
                 merged = self._read()  # another run may have saved meanwhile: keep its entries too
                 merged.update(self.entries)
                 cutoff = self.today - self.KEEP_DAYS
-                merged = {k: v for k, v in merged.items() if isinstance(v, list) and len(v) == 2
+                merged = {k: v for k, v in merged.items() if isinstance(v, list) and len(v) in (2, 3)
                           and isinstance(v[0], int) and v[0] >= cutoff}
                 fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.file), suffix=".tmp")
                 try:

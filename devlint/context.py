@@ -20,6 +20,8 @@ from devlint.lazy import LazyModule
 if TYPE_CHECKING:
     import libcst as cst
     from libcst.metadata import CodeRange
+
+    from devlint.project import Project
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
@@ -108,7 +110,18 @@ def _record_import(ctx: Context, node: cst.CSTNode) -> None:
                 root = full.split(".")[0]
                 ctx.aliases[root] = root
             ctx.imported_modules.add(full)
-    elif isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None:
+    elif isinstance(node, cst.ImportFrom) and node.relative:
+        # from .env import init_env / from .. import utils: the project resolves these (project.py)
+        level = len(node.relative)
+        module = _import_target(node.module) if node.module is not None else ""
+        if not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                name = _import_target(alias.name)
+                bound = name
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    bound = alias.asname.name.value
+                ctx.relative_imports[bound] = (level, module, name)
+    elif isinstance(node, cst.ImportFrom) and node.module is not None:
         module = _import_target(node.module)
         ctx.imported_modules.add(module)
         if not isinstance(node.names, cst.ImportStar):
@@ -134,6 +147,8 @@ class Context:
         self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
         self.aliases: dict[str, str] = {}  # bound name -> qualified name
         self.imported_modules: set[str] = set()
+        self.relative_imports: dict[str, tuple[int, str, str]] = {}  # bound name -> (level, module, name)
+        self.project: Project | None = None  # the linted tree, when the run has one (project.py)
         self._positions: dict[cst.CSTNode, CodeRange] | None = None
         self._cache: dict[str, object] = {}  # shared analyses, computed once per module
         _index(self, module)
@@ -281,3 +296,17 @@ def line_starts(text: str) -> list[int]:
             starts.append(i + 1)
         i += 1
     return starts
+
+
+def string_value(node: cst.CSTNode) -> str | None:
+    """The value of a plain (non-f, non-bytes) string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        if "b" in node.prefix.lower():
+            return None
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = string_value(node.left), string_value(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None

@@ -293,6 +293,16 @@ GUARD_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeError", "Ass
 DEVICE_STRING_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeError"})
 
 
+# CUDA-only by design: a flow that starts a NCCL process group or picks its GPU from a launcher.
+PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
+NCCL = "nccl"
+CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device"})
+# In a NCCL project, "is torch.distributed running?" is a CUDA check (all_gather, reduce_dict helpers).
+DISTRIBUTED_PREDICATES = frozenset({"is_initialized", "is_dist_avail_and_initialized", "is_distributed",
+                                    "is_dist_initialized", "is_dist_available_and_initialized"})
+WORLD_SIZE_CALLS = frozenset({"get_world_size"})
+
+
 def is_guard_text(text: str) -> bool:
     """Does a name, a callee or a condition string look at accelerator availability or the device in use?"""
     return bool(GUARD_WORDS.search(text))
@@ -330,6 +340,9 @@ FACTORIES = frozenset({
     "logspace", "eye", "as_tensor", "from_numpy", "normal", "zeros_like", "ones_like", "empty_like",
     "full_like", "rand_like", "randn_like", "randint_like", "Tensor", "FloatTensor", "LongTensor",
 })
+# dtypes whose tensors cannot require grad (a cast to one of them cuts the autograd graph)
+INTEGER_DTYPES = frozenset({"uint8", "int8", "int16", "int32", "int64", "short", "int", "long", "bool",
+                            "uint16", "uint32", "uint64"})
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
                               "torch.autograd.grad_mode.no_grad", "torch.enable_grad"})
 # Calls that build a torch module: torchvision.models.*, timm.create_model, <Model>.from_pretrained

@@ -19,6 +19,8 @@ from devlint.source import split_lines
 
 if TYPE_CHECKING:
     import libcst as cst
+
+    from devlint.project import Project
 else:
     cst = LazyModule("libcst", globals(), "cst")
 
@@ -46,7 +48,7 @@ def _crash(path: str, rule: Rule, exc: BaseException) -> str:
     return f"{path}: rule {rule.code} crashed: {type(exc).__name__}: {exc}{at}"
 
 
-def _lint(text: str, path: str, rules: list[Rule]) -> tuple[LintResult, bool]:
+def _lint(text: str, path: str, rules: list[Rule], project: Project | None) -> tuple[LintResult, bool]:
     """One lint; the flag says a RecursionError cut something short (worth a deeper stack)."""
     result = LintResult()
     deep = False
@@ -58,6 +60,8 @@ def _lint(text: str, path: str, rules: list[Rule]) -> tuple[LintResult, bool]:
         result.findings.append(_syntax_finding(path, exc))
         return result, False
     ctx = Context(module, path, text)
+    if project is not None:
+        project.adopt(ctx)
     for rule in rules:
         try:
             result.findings.extend(rule.check(ctx))
@@ -109,12 +113,14 @@ DEEP_STACK = 512 * 1024 * 1024
 DEEP_RECURSION = 200_000
 
 
-def lint_text(text: str, path: str, rules: Iterable[Rule], noqa: bool = True) -> LintResult:
+def lint_text(text: str, path: str, rules: Iterable[Rule], noqa: bool = True,
+              project: Project | None = None) -> LintResult:
+    """Lint one module. ``project``: the run's files, for the analyses that look across them."""
     rules = list(rules)
-    result, deep = _lint(text, path, rules)
+    result, deep = _lint(text, path, rules, project)
     if deep:  # retry with room to recurse; if even that is not enough, say so
         try:
-            result, deep = _in_deep_stack(lambda: _lint(text, path, rules))
+            result, deep = _in_deep_stack(lambda: _lint(text, path, rules, project))
         except RecursionError:
             result, deep = LintResult(), True
         if deep and not result.crashes:
@@ -214,12 +220,13 @@ def wanted(fix: Fix | None, unsafe: bool) -> bool:
     return fix is not None and (fix.applicability is Applicability.SAFE or unsafe)
 
 
-def fix_text(text: str, path: str, rules: list[Rule], unsafe: bool, max_passes: int = 10) -> FixResult:
+def fix_text(text: str, path: str, rules: list[Rule], unsafe: bool, max_passes: int = 10,
+             project: Project | None = None) -> FixResult:
     """Lint and apply fixes until nothing more applies; never returns text that does not parse (with
     LibCST and on Python 3.10). A finding whose fix could not be applied is returned without its fix, so
     nothing announces it as fixable."""
     fixed: list[Finding] = []
-    result = lint_text(text, path, rules)
+    result = lint_text(text, path, rules, project=project)
     original_error: list[str | None] = []  # computed once, when a fix is first checked
 
     def parses(candidate: str) -> bool:
@@ -243,7 +250,7 @@ def fix_text(text: str, path: str, rules: list[Rule], unsafe: bool, max_passes: 
             break
         fixed.extend(candidates[i][0] for i in applied)
         text = new_text
-        result = lint_text(text, path, rules)
+        result = lint_text(text, path, rules, project=project)
     for finding in result.findings:
         if wanted(finding.fix, unsafe):
             finding.fix = None  # offered, but it would not apply (or not parse): not a fix to announce

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import guards, string_value
-from devlint.context import Context, children, dotted_name
+from devlint.context import Context, children, dotted_name, string_value
+from devlint.guards import Polarity, guards
 from devlint.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -381,6 +381,12 @@ class Provenance:
         if isinstance(expr, cst.IfExp):
             self._eval(expr.test, env, no_grad)
             body, orelse = self._eval(expr.body, env, no_grad), self._eval(expr.orelse, env, no_grad)
+            # `out.cpu() if use_cuda else out`: the branch taken without an accelerator holds no GPU value
+            polarity = guards(self.ctx).polarity(expr.test)
+            if polarity is Polarity.AVAILABLE and orelse is not None:
+                orelse = replace(orelse, gpu=None)
+            elif polarity is Polarity.UNAVAILABLE and body is not None:
+                body = replace(body, gpu=None)
             out = _union(body, orelse, complete=body is not None and orelse is not None)
             return out if out is None or (body is not None and orelse is not None) else _unproven(out)
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
@@ -515,7 +521,7 @@ class Provenance:
         method = func.attr.value
         recv = self._eval(func.value, env, no_grad)
         if method == "numpy":
-            self._record_numpy(call, recv, kwargs)
+            self._record_numpy(call, recv, kwargs, no_grad)
             return None
         if method == devices.CUDA_METHOD:
             if recv is None:
@@ -529,11 +535,16 @@ class Provenance:
             return self._module_method(method, recv, args, complete, no_grad, func)
         return _tensor_method(method, recv, args, complete, no_grad)
 
-    def _record_numpy(self, call: cst.Call, recv: Val | None, kwargs: dict[str, cst.BaseExpression]) -> None:
-        """Remember what is known of the receiver of ``.numpy()`` (not ``.numpy(force=True)``)."""
+    def _record_numpy(self, call: cst.Call, recv: Val | None, kwargs: dict[str, cst.BaseExpression],
+                      no_grad: bool) -> None:
+        """Remember what is known of the receiver of ``.numpy()`` (not ``.numpy(force=True)``). Under
+        ``torch.no_grad()`` / ``inference_mode()`` torch lets ``.numpy()`` through on a tensor that requires
+        grad (checked on torch 2.13): only its device can make the call fail there."""
         force = kwargs.get("force")
         if recv is None or recv.kind != "tensor" or (isinstance(force, cst.Name) and force.value == "True"):
             return
+        if no_grad:
+            recv = replace(recv, grad=None, nograd=True)
         prev = self.numpy_receivers.get(call)
         if prev is not None:  # a loop's second run: what may hold on either, what is proven on both
             recv = Val("tensor", recv.grad or prev.grad, recv.gpu or prev.gpu, torch=recv.torch and prev.torch,
@@ -547,6 +558,9 @@ class Provenance:
             target: cst.BaseExpression | None = call.args[0].value
         else:
             target = kwargs.get(devices.DEVICE_KEYWORD)
+        if target is not None and _is_dtype(ctx, target) and recv is not None \
+                and (ctx.qualname(target) or "").split(".")[-1] in devices.INTEGER_DTYPES:
+            return replace(recv, grad=None, nograd=True)  # .to(torch.uint8): integers carry no grad
         if target is None or _is_dtype(ctx, target) or _is_torch_non_device(ctx, target):
             return recv
         if _is_cpu_device(ctx, target):

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 
 from devlint import screen
-from devlint.cache import Cache
+from devlint.cache import Cache, digest
 from devlint.config import Config, expand_codes
 from devlint.diagnostics import IO_ERROR, Finding
 from devlint.discovery import iter_files, per_file_ignored
 from devlint.engine import fix_text, lint_text
+from devlint.project import Project
 from devlint.rules import select_rules
 from devlint.rules.base import Rule
 from devlint.source import LIBCST_MAX_BYTES, Source, SourceError, decode, read_bytes, split_lines, write_fixed
@@ -36,6 +38,7 @@ class FileResult:
     crashes: list[str] = field(default_factory=list)
     cacheable: bool = False  # a complete lint result of decoded content
     cache_key: str | None = None  # the results-cache key of the bytes linted
+    deps: dict[str, str] = field(default_factory=dict)  # other files the result depends on -> their digest
 
 
 @dataclass
@@ -81,8 +84,28 @@ def applicable(data: bytes, rules: list[Rule]) -> list[Rule]:
     return rules
 
 
+_PROJECT: Project | None = None  # the run's files, for the analyses that look across them (project.py)
+
+
+def _init_worker(files: list[str]) -> None:
+    global _PROJECT
+    _PROJECT = Project(files)
+
+
 def process_file(path: str, config: Config, options: Options) -> FileResult:
     """Lint (or fix) one file."""
+    if _PROJECT is not None:
+        _PROJECT.consulted = set()
+    result = _process(path, config, options)
+    if _PROJECT is not None:
+        here = os.path.abspath(path)
+        for dep in sorted(_PROJECT.consulted - {here}):
+            data = _PROJECT.read(dep)
+            result.deps[dep] = digest(data) if data is not None else ""
+    return result
+
+
+def _process(path: str, config: Config, options: Options) -> FileResult:
     result = FileResult(path)
     rules = rules_for(path, config, options)
     try:
@@ -103,7 +126,7 @@ def process_file(path: str, config: Config, options: Options) -> FileResult:
     elif options.fix or options.diff:
         _fix(result, data, source, rules, options)
     else:
-        outcome = lint_text(source.text, path, rules)
+        outcome = lint_text(source.text, path, rules, project=_PROJECT)
         result.findings = outcome.findings
         result.crashes = outcome.crashes
         result.cacheable = not result.crashes
@@ -120,7 +143,7 @@ def _fix(result: FileResult, data: bytes, source: Source, rules: list[Rule], opt
     """Fix ``source`` (decoded from ``data``, the file's bytes) into ``result``: with --diff show the fixes as
     a diff, else write them to the file; a fix that cannot be written leaves every finding standing."""
     path = result.path
-    outcome = fix_text(source.text, path, rules, options.unsafe_fixes)
+    outcome = fix_text(source.text, path, rules, options.unsafe_fixes, project=_PROJECT)
     result.findings = outcome.remaining.findings
     result.crashes = outcome.remaining.crashes
     result.fixed = outcome.fixed
@@ -139,7 +162,8 @@ def _fix(result: FileResult, data: bytes, source: Source, rules: list[Rule], opt
         write_fixed(path, data, new)
     except SourceError as exc:  # not written: nothing was fixed, every finding stands
         result.fixed = []
-        result.findings = [*lint_text(source.text, path, rules).findings, _io_finding(path, str(exc))]
+        result.findings = [*lint_text(source.text, path, rules, project=_PROJECT).findings,
+                           _io_finding(path, str(exc))]
 
 
 def _worker(args: tuple[str, Config, Options]) -> FileResult:
@@ -155,13 +179,13 @@ def run(paths: list[str], config: Config, options: Options) -> RunResult:
     if cache is not None:
         results = _cached(files, config, options, cache)
     todo = [i for i, r in enumerate(results) if r is None]
-    done = _process_all([files[i] for i in todo], config, options)
+    done = _process_all([files[i] for i in todo], config, options, files)
     for i, r in zip(todo, done, strict=True):
         results[i] = r
     if cache is not None:
         for r in done:
             if r.cacheable and r.cache_key is not None:
-                cache.put(r.cache_key, r.findings)
+                cache.put(r.cache_key, r.findings, r.deps)
         cache.save()
     return RunResult(files=[r for r in results if r is not None])
 
@@ -183,13 +207,18 @@ def _cached(files: list[str], config: Config, options: Options, cache: Cache) ->
     return results
 
 
-def _process_all(files: list[str], config: Config, options: Options) -> list[FileResult]:
-    """:func:`process_file` on each file, in ``options.jobs`` worker processes where that is more than one."""
+def _process_all(files: list[str], config: Config, options: Options, project: list[str]) -> list[FileResult]:
+    """:func:`process_file` on each file, in ``options.jobs`` worker processes where that is more than one;
+    ``project``: every file of the run (what the analyses may look at across files)."""
     if options.jobs > 1 and len(files) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         jobs = min(options.jobs, len(files))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,)) as pool:
             chunk = max(1, min(16, len(files) // (jobs * 8)))
             return list(pool.map(_worker, [(path, config, options) for path in files], chunksize=chunk))
-    return [process_file(path, config, options) for path in files]
+    _init_worker(project)
+    try:
+        return [process_file(path, config, options) for path in files]
+    finally:
+        _init_worker([])

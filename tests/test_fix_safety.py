@@ -454,15 +454,17 @@ def test_fixes_keep_comments():
 def test_conditional_expressions_are_parenthesised_where_they_would_bind_differently():
     assert fixed("""\
         import torch
-        def pick(args, flag):
+        USE_GPU = True
+        def pick(args):
             a = args.device or "cuda"
-            b = "cuda" if flag else "cpu"
+            b = "cuda" if USE_GPU else "cpu"
             return torch.device(a), torch.device(b)
     """) == same("""\
         import torch
-        def pick(args, flag):
+        USE_GPU = True
+        def pick(args):
             a = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-            b = ("cuda" if torch.cuda.is_available() else "cpu") if flag else "cpu"
+            b = ("cuda" if torch.cuda.is_available() else "cpu") if USE_GPU else "cpu"
             return torch.device(a), torch.device(b)
     """)
 

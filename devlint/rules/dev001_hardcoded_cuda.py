@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from devlint import devices
-from devlint.analysis import device_uses, guards, parameter_used_as_device, string_value
+from devlint.analysis import device_uses, parameter_used_as_device
 from devlint.bindings import device_name_at
-from devlint.context import Context
+from devlint.project import relies_on_default
+from devlint.context import Context, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
+from devlint.guards import guards
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, replace_token
 from devlint.rules.fixes import fallback_expr, needs_parens, paren_call_insert, preferred_quote, quote_at
@@ -187,8 +189,9 @@ to lint it.
             if use is None or guard.is_guarded(node):
                 continue
             param = ctx.parent(use.expr) if use.kind is UseKind.DEFAULT else None
-            if isinstance(param, cst.Param) and not parameter_used_as_device(ctx, param):
-                continue  # def f(device="cuda"): ... that never puts a tensor there
+            if isinstance(param, cst.Param) and not (parameter_used_as_device(ctx, param)
+                                                      and relies_on_default(ctx, param)):
+                continue  # def f(device="cuda"): that never puts a tensor there, or whose every call passes one
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '

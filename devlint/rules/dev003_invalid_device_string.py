@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from devlint import devices
-from devlint.analysis import DeviceUse, DeviceUses, device_uses, string_value
-from devlint.context import Context, dotted_name
+from devlint.analysis import DeviceUse, DeviceUses, device_uses
+from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
 from devlint.lazy import LazyModule

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import string_value
-from devlint.context import Context
+from devlint.context import Context, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start

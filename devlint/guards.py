@@ -1,0 +1,459 @@
+"""Which code runs only where CUDA (or another accelerator) is available: the guards.
+
+A condition has a *polarity*: ``AVAILABLE`` when its being true implies an accelerator is available or in use
+(``torch.cuda.is_available()``, ``x.is_cuda``, ``device.type == "cuda"``, a flag computed from those, an opt-in
+``--cuda`` flag that is off by default), ``UNAVAILABLE`` when its being true implies there is none
+(``not torch.cuda.is_available()``, ``device == "cpu"``), ``NONE`` when it says nothing (``USE_CUDA = True``
+is a constant, not a check; an expression that merely contains ``"cuda"`` is not a test). Only the branch a
+condition's polarity vouches for is guarded: the body of an ``AVAILABLE`` test, the ``else`` of an
+``UNAVAILABLE`` one, the code after ``if <UNAVAILABLE>: exit`` or ``assert <AVAILABLE>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from devlint import devices
+from devlint.context import Context, children, dotted_name, string_value
+from devlint.lazy import LazyModule
+from devlint.project import call_sites, callee
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
+
+
+class Polarity(Enum):
+    AVAILABLE = 1
+    UNAVAILABLE = -1
+    NONE = 0  # says nothing about devices: a constant, a flag that is on by default
+    UNKNOWN = 2  # cannot tell (an unknown function or variable)
+
+    def flip(self) -> Polarity:
+        return {Polarity.AVAILABLE: Polarity.UNAVAILABLE, Polarity.UNAVAILABLE: Polarity.AVAILABLE}.get(
+            self, self)
+
+
+_PREDICATE = re.compile(r"(^|_)(is|has|use|check|can|avail|available|enabled|supported|require|requires|need|on)"
+                        r"(_|$)|available|enabled|supported", re.IGNORECASE)
+_CUDA_TEXT = re.compile(r"cuda|gpu|nvidia", re.IGNORECASE)
+_OTHER_DEVICE = re.compile(r"(cpu|mps|meta|xpu|xla|tpu|npu)\b", re.IGNORECASE)
+_SKIPS = {"skipif": Polarity.UNAVAILABLE, "skipIf": Polarity.UNAVAILABLE, "skip_if": Polarity.UNAVAILABLE,
+          "skipUnless": Polarity.AVAILABLE, "skip_unless": Polarity.AVAILABLE}
+
+
+def _both(a: Polarity, b: Polarity, conj: bool) -> Polarity:
+    """``a and b`` (conj) / ``a or b``: what the whole being true implies."""
+    if conj:
+        if Polarity.AVAILABLE in (a, b):
+            return Polarity.AVAILABLE
+        if Polarity.UNAVAILABLE in (a, b):
+            return Polarity.UNAVAILABLE
+    return a if a is b else Polarity.UNKNOWN
+
+
+class Guards:
+    """Answers "is this node only reached when an accelerator was checked for?"."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._block_guard: dict[cst.CSTNode, int | None] = {}
+        self._flags = _Flags(ctx)
+        self._assigned: dict[str, list[cst.BaseExpression]] = {}
+        for assign in ctx.nodes(cst.Assign):
+            for target in assign.targets:
+                name = dotted_name(target.target)
+                if name:
+                    self._assigned.setdefault(name, []).append(assign.value)
+        for ann in ctx.nodes(cst.AnnAssign):
+            name = dotted_name(ann.target)
+            if name and ann.value is not None:
+                self._assigned.setdefault(name, []).append(ann.value)
+        self._name_polarity: dict[str, Polarity] = {}
+        self._requires: dict[tuple[int, int], bool] = {}
+        self._entered: dict[int, bool] = {}
+        self.module_guarded = any(
+            dotted_name(t.target) == "pytestmark" and self._marks_cuda_only(a.value)
+            for a in ctx.nodes(cst.Assign) for t in a.targets
+        )
+
+    # --- polarity ------------------------------------------------------------------------------
+    def polarity(self, expr: cst.BaseExpression) -> Polarity:
+        """What ``expr`` being true implies about accelerator availability."""
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self.polarity(expr.expression).flip()
+        if isinstance(expr, cst.BooleanOperation):
+            conj = isinstance(expr.operator, cst.And)
+            return _both(self.polarity(expr.left), self.polarity(expr.right), conj)
+        if isinstance(expr, cst.Call):
+            return self._call_polarity(expr)
+        if isinstance(expr, cst.Comparison):
+            return self._comparison_polarity(expr)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return self._flag_polarity(expr)
+        if isinstance(expr, cst.Subscript):  # cfg["cuda"], flags["use_gpu"]: a flag of unknown origin
+            key = string_value(expr.slice[0].slice.value) if isinstance(expr.slice[0].slice, cst.Index) else None
+            return Polarity.AVAILABLE if key is not None and devices.is_guard_text(key) else Polarity.UNKNOWN
+        return Polarity.UNKNOWN
+
+    def is_test(self, expr: cst.BaseExpression) -> bool:
+        """Does this condition look at accelerator availability or the device in use (either way)?"""
+        return self.polarity(expr) in (Polarity.AVAILABLE, Polarity.UNAVAILABLE)
+
+    def _call_polarity(self, call: cst.Call) -> Polarity:
+        ctx = self.ctx
+        qn = ctx.qualname(call.func)
+        if qn in devices.AVAILABILITY_CALLS:
+            return Polarity.AVAILABLE
+        if qn is not None and qn.startswith("torch.cuda."):
+            return Polarity.AVAILABLE  # a condition that queries CUDA needs it (it raises without)
+        func = call.func
+        name = (qn or dotted_name(func) or "").split(".")[-1]
+        if name in devices.DISTRIBUTED_PREDICATES or (qn == "torch.distributed.is_available"):
+            return Polarity.AVAILABLE if self._nccl() else Polarity.UNKNOWN
+        if isinstance(func, cst.Attribute) and func.attr.value in ("startswith", "endswith") and call.args:
+            text = string_value(call.args[0].value)
+            if text is not None:
+                return self._string_polarity(text, equal=True)
+        if isinstance(func, cst.Attribute) and qn is None and func.attr.value in (devices.CUDA_METHOD, devices.MOVE_METHOD):
+            return Polarity.NONE  # x.cuda() / x.to(...) in a condition moves a tensor: no check
+        if devices.is_guard_text(name) and _PREDICATE.search(name):
+            return Polarity.AVAILABLE  # is_gpu_available(), has_cuda(), check_gpu(), use_cuda()
+        return Polarity.UNKNOWN
+
+    @staticmethod
+    def _string_polarity(text: str, equal: bool) -> Polarity:
+        if _CUDA_TEXT.search(text):
+            return Polarity.AVAILABLE if equal else Polarity.UNAVAILABLE
+        if _OTHER_DEVICE.match(text.strip()):
+            return Polarity.UNAVAILABLE if equal else Polarity.AVAILABLE
+        return Polarity.NONE
+
+    def _nccl(self) -> bool:
+        """Does this file, or the project, run a NCCL process group?"""
+        if self.ctx.project is not None and self.ctx.project.nccl:
+            return True
+        return self.ctx.text is not None and re.search(r"""["']nccl["']""", self.ctx.text, re.IGNORECASE) is not None
+
+    def _world_size_polarity(self, left: cst.BaseExpression, op: cst.BaseCompOp,
+                             right: cst.BaseExpression) -> Polarity | None:
+        """``get_world_size() > 1`` / ``world_size == 1`` in a NCCL project: distributed (CUDA) or not."""
+        size, number = (left, _number(right)) if _number(right) is not None else (right, _number(left))
+        name = (dotted_name(size.func) if isinstance(size, cst.Call) else dotted_name(size)) or ""
+        if number is None or not (name.split(".")[-1] in devices.WORLD_SIZE_CALLS or name.endswith("world_size")):
+            return None
+        if not self._nccl():
+            return Polarity.UNKNOWN
+        single = (isinstance(op, cst.Equal) and number == 1) or (isinstance(op, cst.LessThan) and number <= 2) \
+            or (isinstance(op, cst.LessThanEqual) and number <= 1)
+        return Polarity.UNAVAILABLE if single else Polarity.AVAILABLE
+
+    def _comparison_polarity(self, comp: cst.Comparison) -> Polarity:
+        result = Polarity.NONE
+        left = comp.left
+        for target in comp.comparisons:
+            part = self._pair_polarity(left, target.operator, target.comparator)
+            result = _both(result, part, conj=True) if result is not Polarity.NONE else part
+            left = target.comparator
+        return result
+
+    def _pair_polarity(self, left: cst.BaseExpression, op: cst.BaseCompOp, right: cst.BaseExpression) -> Polarity:
+        equal = isinstance(op, (cst.Equal, cst.In, cst.Is))
+        unequal = isinstance(op, (cst.NotEqual, cst.NotIn, cst.IsNot))
+        world = self._world_size_polarity(left, op, right)
+        if world is not None:
+            return world
+        for mine in (left, right):
+            texts = _strings(mine)
+            if texts and (equal or unequal):
+                found = {self._string_polarity(t, equal=equal) for t in texts} - {Polarity.NONE}
+                if len(found) == 1:
+                    return found.pop()
+            if isinstance(mine, cst.Call) and self.ctx.qualname(mine.func) == devices.DEVICE_CONSTRUCTOR and mine.args:
+                value = string_value(mine.args[0].value)
+                if value is not None and (equal or unequal):
+                    return self._string_polarity(value, equal=equal)
+        left_pol, right_pol = self.polarity(left), self.polarity(right)
+        decided = (Polarity.AVAILABLE, Polarity.UNAVAILABLE)
+        if left_pol not in decided and right_pol not in decided:
+            return Polarity.UNKNOWN
+        known = left_pol if left_pol in decided else right_pol
+        number = _number(right if left_pol in decided else left)
+        constant = right if left_pol in decided else left
+        if isinstance(constant, cst.Name) and constant.value in ("True", "False", "None"):
+            truthy = constant.value == "True"
+            if constant.value == "None":  # gpu is not None: a GPU was given
+                return known if unequal else known.flip()
+            return known if (equal and truthy) or (unequal and not truthy) else known.flip()
+        if number is not None:
+            return self._count_polarity(known, op, number)
+        return known
+
+    @staticmethod
+    def _count_polarity(known: Polarity, op: cst.BaseCompOp, number: float) -> Polarity:
+        """``device_count() > 1``, ``args.gpu >= 0``, ``n_gpu == 0``, ``gpu_id == -1``."""
+        none = (isinstance(op, cst.Equal) and number <= 0) or (isinstance(op, cst.LessThan) and number <= 1) \
+            or (isinstance(op, cst.LessThanEqual) and number <= 0)
+        return known.flip() if none else known
+
+    def _flag_polarity(self, expr: cst.Name | cst.Attribute) -> Polarity:
+        name = dotted_name(expr)
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda":
+            return Polarity.AVAILABLE
+        if name is None:
+            return Polarity.UNKNOWN
+        if name in self._name_polarity:
+            return self._name_polarity[name]
+        self._name_polarity[name] = Polarity.UNKNOWN  # while computing (a flag built from itself)
+        result = self._assigned_polarity(name)
+        self._name_polarity[name] = result
+        return result
+
+    def _assigned_polarity(self, name: str) -> Polarity:
+        values = self._assigned.get(name, [])
+        computed = [self.polarity(v) for v in values]
+        for found in computed:
+            if found in (Polarity.AVAILABLE, Polarity.UNAVAILABLE):
+                return found  # use_gpu = torch.cuda.is_available() (and so on)
+        if not devices.is_guard_text(name):
+            return Polarity.UNKNOWN
+        if values and all(_constant(v) for v in values):
+            return Polarity.NONE  # USE_CUDA = True: a constant, not a check
+        default = self._flags.default(name)
+        if default is True:
+            return Polarity.NONE  # --cuda defaulting to True, never checked: not a guard
+        return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
+
+    # --- guarded code --------------------------------------------------------------------------
+    def _marks_cuda_only(self, expr: cst.BaseExpression) -> bool:
+        """``pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(...)``,
+        ``@requires_cuda``, ``@pytest.mark.gpu``: a decorator or mark that runs the code only with CUDA."""
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        name = (dotted_name(target) or "").split(".")[-1]
+        if isinstance(expr, cst.Call) and name in _SKIPS and expr.args:
+            return self.polarity(expr.args[0].value) is _SKIPS[name]
+        if isinstance(expr, cst.List):
+            return any(self._marks_cuda_only(el.value) for el in expr.elements)
+        return devices.is_guard_text(name)
+
+    def _cuda_only_definition(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
+        """A function or class that declares itself GPU-only: by its name (``train_gpu``, ``CUDAAccelerator``)
+        or a decorator."""
+        if devices.is_guard_text(node.name.value):
+            return True
+        return any(self._marks_cuda_only(d.decorator) for d in node.decorators)
+
+    def _is_exit(self, stmt: cst.If, terminating: bool = False) -> bool:
+        body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
+        if not body:
+            return False
+        last = body[-1]
+        small = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+        for s in small:
+            if isinstance(s, cst.Raise) or (not terminating and isinstance(s, (cst.Return, cst.Continue, cst.Break))):
+                return True
+            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+                name = self.ctx.qualname(s.value.func) or dotted_name(s.value.func) or ""
+                if name in devices.EXIT_CALLS or name.split(".")[-1] == "error":  # parser.error(...)
+                    return True
+        return False
+
+    def _first_guard_index(self, block: cst.CSTNode, body: Sequence[cst.BaseStatement]) -> int | None:
+        if block not in self._block_guard:
+            self._block_guard[block] = next(
+                (i for i, stmt in enumerate(body) if self._guards_what_follows(stmt)), None)
+        return self._block_guard[block]
+
+    def _guards_what_follows(self, stmt: cst.BaseStatement, terminating: bool = False, depth: int = 2) -> bool:
+        """``if not torch.cuda.is_available(): sys.exit(...)``, ``assert torch.cuda.is_available()``, a NCCL
+        process group or ``torch.cuda.set_device(local_rank)`` (CUDA-only by design), or a call of a function
+        that only returns when CUDA is available. ``terminating``: only what ends the program counts (for a
+        function's summary: its ``return`` lets its caller go on)."""
+        if isinstance(stmt, cst.If) and stmt.orelse is None:
+            return self.polarity(stmt.test) is Polarity.UNAVAILABLE and self._is_exit(stmt, terminating)
+        if isinstance(stmt, cst.SimpleStatementLine):
+            if any(isinstance(s, cst.Assert) and self.polarity(s.test) is Polarity.AVAILABLE for s in stmt.body):
+                return True
+            return any(self._cuda_only_call(call, depth) for call in _statement_calls(stmt))
+        return False
+
+    def _cuda_only_call(self, call: cst.Call, depth: int = 2) -> bool:
+        """A call after which only CUDA code runs: ``init_process_group("nccl")``, ``torch.cuda.set_device``,
+        or a call of a function of the project that requires CUDA."""
+        qn = self.ctx.qualname(call.func) or ""
+        if qn in devices.CUDA_ONLY_CALLS:
+            return True
+        if qn == devices.PROCESS_GROUP_INIT or qn.endswith(".init_process_group") \
+                or dotted_name(call.func) == "init_process_group":
+            backend = call.args[0].value if call.args and call.args[0].keyword is None else next(
+                (a.value for a in call.args if a.keyword is not None and a.keyword.value == "backend"), None)
+            return backend is not None and (string_value(backend) or "").lower() == devices.NCCL
+        if depth <= 0:
+            return False
+        found = callee(self.ctx, call)
+        if found is None:
+            return False
+        other_ctx, func = found
+        return isinstance(func, cst.FunctionDef) and guards(other_ctx).requires_cuda(func, depth - 1)
+
+    def requires_cuda(self, func: cst.FunctionDef, depth: int = 2) -> bool:
+        """Does ``func`` return only when CUDA is available (it exits or raises otherwise), or set up a
+        CUDA-only flow (NCCL, set_device) for its caller?"""
+        key = (id(func), depth)
+        if key not in self._requires:
+            self._requires[key] = False  # recursion: assume not while computing
+            body = func.body.body if isinstance(func.body, cst.IndentedBlock) else []
+            self._requires[key] = any(self._guards_what_follows(stmt, terminating=True, depth=depth) for stmt in body)
+        return self._requires[key]
+
+    def is_guarded(self, node: cst.CSTNode, depth: int = 2) -> bool:
+        if self.module_guarded:
+            return True
+        child = node
+        for anc in self.ctx.ancestors(node):
+            if self._guards_child(anc, child):
+                return True
+            if isinstance(anc, cst.FunctionDef):
+                return depth > 0 and self._entered_guarded(anc, depth)
+            child = anc
+        return False
+
+    def _entered_guarded(self, func: cst.FunctionDef, depth: int) -> bool:
+        """Is every call of ``func`` in the project guarded (``main()`` called after set_device and a NCCL
+        process group, a helper called only under ``if torch.cuda.is_available():``)? A function nobody in
+        the project calls (an entry point, a public API) is not."""
+        key = id(func)
+        if key in self._entered:
+            return self._entered[key]
+        self._entered[key] = False  # recursion: assume not while computing
+        sites = call_sites(self.ctx, func)
+        result = bool(sites) and all(guards(site_ctx).is_guarded(call, depth - 1) for site_ctx, call in sites)
+        self._entered[key] = result
+        return result
+
+    def _guards_child(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool:
+        """Does ``anc`` guard its part ``child``?"""
+        if isinstance(anc, (cst.If, cst.While)) and child is not anc.test:
+            wanted = Polarity.AVAILABLE if child is anc.body else Polarity.UNAVAILABLE
+            return self.polarity(anc.test) is wanted
+        if isinstance(anc, cst.IfExp) and child is not anc.test:
+            wanted = Polarity.AVAILABLE if child is anc.body else Polarity.UNAVAILABLE
+            found = self.polarity(anc.test)
+            other = anc.orelse if child is anc.body else anc.body
+            # "cuda" if <a condition devlint cannot read> else "cpu": a choice with a fallback
+            return found is wanted or (found is Polarity.UNKNOWN and _other_device(other))
+        if isinstance(anc, cst.BooleanOperation) and child is anc.right:
+            wanted = Polarity.AVAILABLE if isinstance(anc.operator, cst.And) else Polarity.UNAVAILABLE
+            return self.polarity(anc.left) is wanted
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return self._cuda_only_definition(anc)
+        if isinstance(anc, cst.Try) and child is anc.body:
+            return any(_catches_device_errors(h) for h in anc.handlers)
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child in anc.body:
+            first = self._first_guard_index(anc, anc.body)
+            return first is not None and anc.body.index(child) > first  # type: ignore[arg-type]
+        return False
+
+
+def _strings(expr: cst.BaseExpression) -> list[str]:
+    """The string(s) of a literal or of a tuple/list/set of literals."""
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        values = [string_value(el.value) for el in expr.elements]
+        return [v for v in values if v is not None] if all(v is not None for v in values) else []
+    value = string_value(expr)
+    return [value] if value is not None else []
+
+
+def _other_device(expr: cst.BaseExpression) -> bool:
+    """A device that is not CUDA: "cpu", "mps", torch.device("cpu"), or a choice among such."""
+    if isinstance(expr, cst.IfExp):
+        return _other_device(expr.body) or _other_device(expr.orelse)
+    if isinstance(expr, cst.Call) and expr.args:
+        return _other_device(expr.args[0].value)
+    value = string_value(expr)
+    return value is not None and bool(_OTHER_DEVICE.match(value.strip()))
+
+
+def _statement_calls(stmt: cst.SimpleStatementLine) -> list[cst.Call]:
+    """The calls a simple statement makes at its top: ``f(...)``, ``x = f(...)``."""
+    calls = []
+    for small in stmt.body:
+        value = small.value if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) else None
+        if isinstance(value, cst.Call):
+            calls.append(value)
+    return calls
+
+
+def _catches_device_errors(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None or isinstance(handler.type, cst.Tuple):
+        return True
+    return (dotted_name(handler.type) or "").split(".")[-1] in devices.GUARD_EXCEPTIONS
+
+
+def _constant(expr: cst.BaseExpression) -> bool:
+    return (isinstance(expr, cst.Name) and expr.value in ("True", "False")) or isinstance(expr, (cst.Integer,))
+
+
+def _number(expr: cst.BaseExpression) -> float | None:
+    if isinstance(expr, cst.Integer):
+        return float(int(expr.value, 0))
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = _number(expr.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+class _Flags:
+    """Defaults of command-line flags (argparse ``add_argument``) and of function parameters named for the
+    GPU: a flag that is on by default is a setting, not a check."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.defaults: dict[str, bool] = {}
+        for call in ctx.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == devices.ARGPARSE_METHOD:
+                self._argparse(call)
+        for func_node in ctx.nodes(cst.FunctionDef):
+            for param in (*func_node.params.params, *func_node.params.kwonly_params):
+                if param.default is not None and isinstance(param.default, cst.Name) \
+                        and param.default.value in ("True", "False") and devices.is_guard_text(param.name.value):
+                    self.defaults.setdefault(param.name.value, param.default.value == "True")
+
+    def _argparse(self, call: cst.Call) -> None:
+        options = [string_value(a.value) for a in call.args if a.keyword is None]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        dest_node = keywords.get("dest")
+        dest = string_value(dest_node) if dest_node is not None else None
+        if dest is None:
+            longs = [o for o in options if o and o.startswith("--")]
+            first = longs[0] if longs else next((o for o in options if o), None)
+            dest = first.lstrip("-").replace("-", "_") if first else None
+        if not dest:
+            return
+        action = string_value(keywords["action"]) if "action" in keywords else None
+        default = keywords.get("default")
+        if isinstance(default, cst.Name) and default.value in ("True", "False"):
+            self.defaults[dest] = default.value == "True"
+        elif action == "store_false":
+            self.defaults[dest] = True
+        elif action == "store_true":
+            self.defaults[dest] = False
+
+    def default(self, name: str) -> bool | None:
+        return self.defaults.get(name.split(".")[-1])
+
+
+def guards(ctx: Context) -> Guards:
+    return ctx.shared("guards", Guards)
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        stack.extend(children(cur))

@@ -1,0 +1,282 @@
+"""The linted tree as a whole: what one file's analysis may ask about the others.
+
+A rule that meets a call asks what the callee does (does it exit without CUDA? initialise NCCL? return a GPU
+tensor?), and a function asks who calls it (are all its callers guarded?). The answers come from the other
+files of the run, read and parsed on demand (only when a finding hangs on them), with LibCST and the same
+analyses the rules use, so a fact means the same across files as within one. Every file consulted is
+recorded (``consulted``) so that the results cache can tell when a finding depends on another file.
+
+Bounded: contexts are kept in a small LRU, a function name is searched in the tree's bytes before any file is
+parsed, and the searches that may fan out (callers of callers) have a depth limit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from devlint.context import Context, dotted_name
+from devlint.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
+
+Definition = tuple[Context, "cst.FunctionDef | cst.ClassDef"]
+
+
+class Project:
+    """The files of one run (absolute paths), parsed on demand."""
+
+    MAX_CONTEXTS = 48
+    MAX_CALLER_FILES = 40  # a name called from more files than this: its callers are not all looked at
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = sorted({os.path.abspath(p) for p in paths})
+        self._path_set = set(self.paths)
+        self._modules: dict[str, list[str]] | None = None
+        self._contexts: OrderedDict[str, Context | None] = OrderedDict()
+        self._bytes: dict[str, bytes | None] = {}
+        self._nccl: bool | None = None
+        self._callers: dict[str, list[tuple[Context, cst.Call]] | None] = {}
+        self.consulted: set[str] = set()
+
+    # --- files ----------------------------------------------------------------------------------
+    def read(self, path: str) -> bytes | None:
+        if path not in self._bytes:
+            try:
+                with open(path, "rb") as fh:
+                    self._bytes[path] = fh.read()
+            except OSError:
+                self._bytes[path] = None
+        return self._bytes[path]
+
+    def context(self, path: str) -> Context | None:
+        """The LibCST context of a file of the run (None when it cannot be read or parsed)."""
+        path = os.path.abspath(path)
+        if path in self._contexts:
+            self._contexts.move_to_end(path)
+            self.consulted.add(path)
+            return self._contexts[path]
+        ctx = self._parse(path)
+        self._contexts[path] = ctx
+        if len(self._contexts) > self.MAX_CONTEXTS:
+            self._contexts.popitem(last=False)
+        self.consulted.add(path)
+        return ctx
+
+    def adopt(self, ctx: Context) -> None:
+        """The file being linted: its context is the one its rules use."""
+        path = os.path.abspath(ctx.path)
+        self._contexts[path] = ctx
+        ctx.project = self
+
+    def _parse(self, path: str) -> Context | None:
+        from devlint.source import SourceError, decode
+
+        data = self.read(path)
+        if data is None or len(data) > 2 * 1024 * 1024:
+            return None
+        try:
+            text = decode(data).text
+            module = cst.parse_module(text)
+        except (SourceError, Exception):  # noqa: BLE001 - an unparsable file answers nothing
+            return None
+        ctx = Context(module, path, text)
+        ctx.project = self
+        return ctx
+
+    # --- modules -------------------------------------------------------------------------------------
+    def _module_index(self) -> dict[str, list[str]]:
+        """Every dotted name a file could be imported as (each suffix of its path)."""
+        if self._modules is None:
+            index: dict[str, list[str]] = {}
+            for path in self.paths:
+                parts = path[:-3].split(os.sep) if path.endswith(".py") else []
+                if not parts:
+                    continue
+                if parts[-1] == "__init__":
+                    parts = parts[:-1]
+                for k in range(1, min(len(parts), 6) + 1):
+                    index.setdefault(".".join(parts[-k:]), []).append(path)
+            self._modules = index
+        return self._modules
+
+    def module_file(self, module: str, near: str) -> str | None:
+        """The file of ``module`` among the run's files (the nearest to ``near`` when several match)."""
+        found = self._module_index().get(module)
+        if not found:
+            return None
+        if len(found) == 1:
+            return found[0]
+        return max(found, key=lambda p: len(os.path.commonpath([p, near])))
+
+    def _relative_file(self, ctx: Context, level: int, module: str, name: str) -> tuple[str, str] | None:
+        base = os.path.dirname(os.path.abspath(ctx.path))
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        target = os.path.join(base, *module.split(".")) if module else base
+        for candidate, symbol in ((os.path.join(target, name + ".py"), ""),
+                                  (os.path.join(target, name, "__init__.py"), ""),
+                                  (target + ".py", name), (os.path.join(target, "__init__.py"), name)):
+            if candidate in self._path_set:
+                return candidate, symbol
+        return None
+
+    def resolve(self, ctx: Context, dotted: str) -> tuple[str, str] | None:
+        """(file, symbol in it) that a dotted name used in ``ctx`` refers to, when it is the project's:
+        ``init_env`` (imported), ``env.init_env``, ``helper`` (defined in the file itself)."""
+        root, _, rest = dotted.partition(".")
+        if root in ctx.relative_imports:
+            level, module, name = ctx.relative_imports[root]
+            found = self._relative_file(ctx, level, module, name)
+            if found is None:
+                return None
+            path, symbol = found
+            return path, ".".join(p for p in (symbol, rest) if p)
+        target = ctx.aliases.get(root)
+        if target is None:
+            return os.path.abspath(ctx.path), dotted
+        full = f"{target}.{rest}" if rest else target
+        parts = full.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            path = self.module_file(".".join(parts[:i]), ctx.path)
+            if path is not None:
+                return path, ".".join(parts[i:])
+        return None
+
+    def definition(self, path: str, symbol: str) -> Definition | None:
+        """The function or class ``symbol`` (``f``, ``Class.method``) defined at the top of ``path``."""
+        ctx = self.context(path)
+        if ctx is None or not symbol:
+            return None
+        return find_definition(ctx, symbol)
+
+    # --- project-wide facts ------------------------------------------------------------------------
+    @property
+    def nccl(self) -> bool:
+        """Does the project run a NCCL process group (its distributed code is CUDA-only by design)?"""
+        if self._nccl is None:
+            pattern = re.compile(rb"""["']nccl["']""", re.IGNORECASE)
+            self._nccl = any(pattern.search(self.read(p) or b"") for p in self.paths)
+        return self._nccl
+
+    def calls_named(self, name: str) -> list[tuple[Context, cst.Call]] | None:
+        """Every call of something named ``name`` (``name(...)``, ``x.name(...)``) in the run's files, or
+        None when too many files call it to look at them all."""
+        if name not in self._callers:
+            pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+            files = [p for p in self.paths if pattern.search(self.read(p) or b"")]
+            if len(files) > self.MAX_CALLER_FILES:
+                self._callers[name] = None
+            else:
+                found: list[tuple[Context, cst.Call]] = []
+                for path in files:
+                    ctx = self.context(path)
+                    if ctx is None:
+                        continue
+                    for call in ctx.nodes(cst.Call):
+                        func = call.func
+                        called = func.value if isinstance(func, cst.Name) else (
+                            func.attr.value if isinstance(func, cst.Attribute) else None)
+                        if called == name:
+                            found.append((ctx, call))
+                self._callers[name] = found
+        return self._callers[name]
+
+
+def find_definition(ctx: Context, symbol: str) -> Definition | None:
+    """The function or class ``symbol`` (``f``, ``Class.method``) at the top of ``ctx``'s module."""
+    body: list[cst.CSTNode] = list(ctx.module.body)
+    found: cst.FunctionDef | cst.ClassDef | None = None
+    for part in symbol.split("."):
+        found = next((s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == part), None)
+        if found is None:
+            return None
+        inner = found.body
+        body = list(inner.body) if isinstance(inner, cst.IndentedBlock) else []
+    return (ctx, found) if found is not None else None
+
+
+def callee(ctx: Context, call: cst.Call) -> Definition | None:
+    """The function (or class) of this project that ``call`` calls, if it can be told: a function of the
+    file or imported from the project, ``self.method(...)`` in a class of the file."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        cls = next((a for a in ctx.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+        if cls is None:
+            return None
+        return find_definition(ctx, f"{cls.name.value}.{func.attr.value}") if cls in ctx.module.body else None
+    dotted = dotted_name(func)
+    if dotted is None:
+        return None
+    project = ctx.project
+    if project is None:
+        return find_definition(ctx, dotted) if dotted.partition(".")[0] not in ctx.aliases else None
+    found = project.resolve(ctx, dotted)
+    if found is None:
+        return None
+    path, symbol = found
+    if path == os.path.abspath(ctx.path):
+        return find_definition(ctx, symbol)
+    return project.definition(path, symbol)
+
+
+def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.Call]]:
+    """The calls of ``func`` that can be told apart: by its name in its file (``f(...)``, ``self.f(...)`` for
+    a method), and in the project's files that import it."""
+    target: cst.FunctionDef | cst.ClassDef = func
+    if func.name.value == "__init__":  # called as its class: Runner(...)
+        cls = ctx.parent(ctx.parent(func))
+        if isinstance(cls, cst.ClassDef):
+            target = cls
+    name = target.name.value
+    project = ctx.project
+    candidates = project.calls_named(name) if project is not None else [
+        (ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").split(".")[-1] == name]
+    if candidates is None:
+        return []
+    sites = []
+    for site_ctx, call in candidates:
+        found = callee(site_ctx, call)
+        if found is not None and found[1] is target:
+            sites.append((site_ctx, call))
+    return sites
+
+
+def relies_on_default(ctx: Context, param: cst.Param) -> bool:
+    """Does some call of the parameter's function leave the parameter to its default? A function nobody in
+    the project calls relies on nothing (unless it is a command: decorated by click, typer or fire)."""
+    func = ctx.parent(ctx.parent(param))
+    if not isinstance(func, cst.FunctionDef):
+        return True
+    if any((dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+           .split(".")[-1] in ("command", "main", "group") for d in func.decorators):
+        return True  # a CLI command: its defaults are what users get
+    params = func.params
+    positional = [*params.posonly_params, *params.params]
+    index = next((i for i, p in enumerate(positional) if p is param), None)
+    is_method = isinstance(ctx.parent(ctx.parent(func)), cst.ClassDef) and not any(
+        (dotted_name(d.decorator) or "") == "staticmethod" for d in func.decorators)
+    for _, call in call_sites(ctx, func):
+        bound = is_method and (isinstance(call.func, cst.Attribute) or func.name.value == "__init__")
+        if _leaves_default(call, param.name.value, index, bound):
+            return True
+    return False
+
+
+def _leaves_default(call: cst.Call, name: str, index: int | None, bound: bool) -> bool:
+    """Does ``call`` pass nothing for the parameter ``name`` (at positional ``index``; ``bound``: a method
+    called on an object, whose first parameter is the object)?"""
+    if any(a.star for a in call.args):
+        return False  # *args / **kwargs: may pass it
+    if any(a.keyword is not None and a.keyword.value == name for a in call.args):
+        return False
+    positional = sum(1 for a in call.args if a.keyword is None)
+    if index is not None and positional + (1 if bound else 0) > index:
+        return False
+    return True
