@@ -301,6 +301,13 @@ CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device"})
 DISTRIBUTED_PREDICATES = frozenset({"is_initialized", "is_dist_avail_and_initialized", "is_distributed",
                                     "is_dist_initialized", "is_dist_available_and_initialized"})
 WORLD_SIZE_CALLS = frozenset({"get_world_size"})
+# Collectives: with a NCCL process group they take CUDA tensors only (a function calling one is CUDA-only).
+DISTRIBUTED_COLLECTIVES = frozenset({
+    "torch.distributed.broadcast", "torch.distributed.all_reduce", "torch.distributed.all_gather",
+    "torch.distributed.reduce", "torch.distributed.gather", "torch.distributed.scatter",
+    "torch.distributed.all_to_all", "torch.distributed.reduce_scatter", "torch.distributed.all_gather_into_tensor",
+    "torch.distributed.reduce_scatter_tensor",
+})
 
 
 def is_guard_text(text: str) -> bool:

@@ -93,6 +93,8 @@ class Guards:
             return self._call_polarity(expr)
         if isinstance(expr, cst.Comparison):
             return self._comparison_polarity(expr)
+        if _constant(expr) or (isinstance(expr, cst.Name) and expr.value == "None"):
+            return Polarity.NONE
         if isinstance(expr, (cst.Name, cst.Attribute)):
             return self._flag_polarity(expr)
         if isinstance(expr, cst.Subscript):  # cfg["cuda"], flags["use_gpu"]: a flag of unknown origin
@@ -180,7 +182,7 @@ class Guards:
         left_pol, right_pol = self.polarity(left), self.polarity(right)
         decided = (Polarity.AVAILABLE, Polarity.UNAVAILABLE)
         if left_pol not in decided and right_pol not in decided:
-            return Polarity.UNKNOWN
+            return self._more_gpus(left, op, right)
         known = left_pol if left_pol in decided else right_pol
         number = _number(right if left_pol in decided else left)
         constant = right if left_pol in decided else left
@@ -192,6 +194,17 @@ class Guards:
         if number is not None:
             return self._count_polarity(known, op, number)
         return known
+
+    @staticmethod
+    def _more_gpus(left: cst.BaseExpression, op: cst.BaseCompOp, right: cst.BaseExpression) -> Polarity:
+        """``num_gpus > 1`` on a GPU-count setting (on by default, so not a check by itself): asking for more
+        GPUs than one is an opt-in to CUDA."""
+        name, number = dotted_name(left), _number(right)
+        if name is None or number is None or not devices.is_guard_text(name):
+            return Polarity.UNKNOWN
+        if (isinstance(op, cst.GreaterThan) and number >= 1) or (isinstance(op, cst.GreaterThanEqual) and number >= 2):
+            return Polarity.AVAILABLE
+        return Polarity.UNKNOWN
 
     @staticmethod
     def _count_polarity(known: Polarity, op: cst.BaseCompOp, number: float) -> Polarity:
@@ -219,13 +232,12 @@ class Guards:
         for found in computed:
             if found in (Polarity.AVAILABLE, Polarity.UNAVAILABLE):
                 return found  # use_gpu = torch.cuda.is_available() (and so on)
+        if values and all(found is Polarity.NONE for found in computed):
+            return Polarity.NONE  # USE_CUDA = True, args.num_gpus = gpus (on by default): not a check
         if not devices.is_guard_text(name):
             return Polarity.UNKNOWN
-        if values and all(_constant(v) for v in values):
-            return Polarity.NONE  # USE_CUDA = True: a constant, not a check
-        default = self._flags.default(name)
-        if default is True:
-            return Polarity.NONE  # --cuda defaulting to True, never checked: not a guard
+        if self._flags.default(name) is True:
+            return Polarity.NONE  # --cuda defaulting to True (or --gpus to 1), never checked: not a guard
         return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
 
     # --- guarded code --------------------------------------------------------------------------
@@ -242,10 +254,16 @@ class Guards:
 
     def _cuda_only_definition(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
         """A function or class that declares itself GPU-only: by its name (``train_gpu``, ``CUDAAccelerator``)
-        or a decorator."""
+        or a decorator; or, in a NCCL project, a function that runs a collective (NCCL takes CUDA tensors)."""
         if devices.is_guard_text(node.name.value):
             return True
-        return any(self._marks_cuda_only(d.decorator) for d in node.decorators)
+        if any(self._marks_cuda_only(d.decorator) for d in node.decorators):
+            return True
+        return isinstance(node, cst.FunctionDef) and self._runs_collective(node) and self._nccl()
+
+    def _runs_collective(self, func: cst.FunctionDef) -> bool:
+        return any((self.ctx.qualname(call.func) or dotted_name(call.func)) in devices.DISTRIBUTED_COLLECTIVES
+                   and self.ctx.enclosing_function(call) is func for call in self.ctx.nodes(cst.Call))
 
     def _is_exit(self, stmt: cst.If, terminating: bool = False) -> bool:
         body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
@@ -330,7 +348,7 @@ class Guards:
         if key in self._entered:
             return self._entered[key]
         self._entered[key] = False  # recursion: assume not while computing
-        sites = call_sites(self.ctx, func)
+        sites = call_sites(self.ctx, func) or []
         result = bool(sites) and all(guards(site_ctx).is_guarded(call, depth - 1) for site_ctx, call in sites)
         self._entered[key] = result
         return result
@@ -398,6 +416,14 @@ def _constant(expr: cst.BaseExpression) -> bool:
     return (isinstance(expr, cst.Name) and expr.value in ("True", "False")) or isinstance(expr, (cst.Integer,))
 
 
+def _on_by_default(default: cst.BaseExpression) -> bool | None:
+    """A flag's default: True / a GPU count of 1 or more is on, False / 0 / None off, else unknown."""
+    if isinstance(default, cst.Name) and default.value in ("True", "False", "None"):
+        return default.value == "True"
+    number = _number(default)
+    return number >= 1 if number is not None else None
+
+
 def _number(expr: cst.BaseExpression) -> float | None:
     if isinstance(expr, cst.Integer):
         return float(int(expr.value, 0))
@@ -419,9 +445,24 @@ class _Flags:
                 self._argparse(call)
         for func_node in ctx.nodes(cst.FunctionDef):
             for param in (*func_node.params.params, *func_node.params.kwonly_params):
-                if param.default is not None and isinstance(param.default, cst.Name) \
-                        and param.default.value in ("True", "False") and devices.is_guard_text(param.name.value):
-                    self.defaults.setdefault(param.name.value, param.default.value == "True")
+                on = _on_by_default(param.default) if param.default is not None else None
+                if on is not None and devices.is_guard_text(param.name.value):
+                    self.defaults.setdefault(param.name.value, on)
+            for decorator in func_node.decorators:
+                call = decorator.decorator
+                if isinstance(call, cst.Call) and (dotted_name(call.func) or "").split(".")[-1] == "option":
+                    self._option(call)  # click.option("--gpus", default=1)
+
+    def _option(self, call: cst.Call) -> None:
+        options = [string_value(a.value) for a in call.args if a.keyword is None]
+        names = [o for o in options if o and not o.startswith("-")] or [
+            (o or "").lstrip("-").replace("-", "_") for o in options if o and o.startswith("--")]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        on = _on_by_default(keywords["default"]) if "default" in keywords else None
+        if names and on is not None:
+            self.defaults[names[0]] = on
+        if names and "is_flag" in keywords and "default" not in keywords:
+            self.defaults[names[0]] = False
 
     def _argparse(self, call: cst.Call) -> None:
         options = [string_value(a.value) for a in call.args if a.keyword is None]
@@ -436,8 +477,9 @@ class _Flags:
             return
         action = string_value(keywords["action"]) if "action" in keywords else None
         default = keywords.get("default")
-        if isinstance(default, cst.Name) and default.value in ("True", "False"):
-            self.defaults[dest] = default.value == "True"
+        on = _on_by_default(default) if default is not None else None
+        if on is not None:
+            self.defaults[dest] = on
         elif action == "store_false":
             self.defaults[dest] = True
         elif action == "store_true":

@@ -165,14 +165,18 @@ class Project:
             self._nccl = any(pattern.search(self.read(p) or b"") for p in self.paths)
         return self._nccl
 
-    def calls_named(self, name: str) -> list[tuple[Context, cst.Call]] | None:
-        """Every call of something named ``name`` (``name(...)``, ``x.name(...)``) in the run's files, or
-        None when too many files call it to look at them all."""
-        if name not in self._callers:
+    def calls_named(self, name: str, also: str | None = None) -> list[tuple[Context, cst.Call]] | None:
+        """Every call of something named ``name`` (``name(...)``, ``x.name(...)``) in the run's files (with
+        ``also``: only in the files that mention it too, e.g. a method's class), or None when too many files
+        call it to look at them all."""
+        key = f"{name}/{also}"
+        if key not in self._callers:
             pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
-            files = [p for p in self.paths if pattern.search(self.read(p) or b"")]
+            other = re.compile(rb"\b" + re.escape(also.encode()) + rb"\b") if also else None
+            files = [p for p in self.paths if pattern.search(self.read(p) or b"")
+                     and (other is None or other.search(self.read(p) or b""))]
             if len(files) > self.MAX_CALLER_FILES:
-                self._callers[name] = None
+                self._callers[key] = None
             else:
                 found: list[tuple[Context, cst.Call]] = []
                 for path in files:
@@ -185,8 +189,8 @@ class Project:
                             func.attr.value if isinstance(func, cst.Attribute) else None)
                         if called == name:
                             found.append((ctx, call))
-                self._callers[name] = found
-        return self._callers[name]
+                self._callers[key] = found
+        return self._callers[key]
 
 
 def find_definition(ctx: Context, symbol: str) -> Definition | None:
@@ -226,20 +230,21 @@ def callee(ctx: Context, call: cst.Call) -> Definition | None:
     return project.definition(path, symbol)
 
 
-def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.Call]]:
+def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.Call]] | None:
     """The calls of ``func`` that can be told apart: by its name in its file (``f(...)``, ``self.f(...)`` for
-    a method), and in the project's files that import it."""
+    a method), and in the project's files that import it (a method: that mention its class). None when
+    there are too many candidates to look at."""
     target: cst.FunctionDef | cst.ClassDef = func
-    if func.name.value == "__init__":  # called as its class: Runner(...)
-        cls = ctx.parent(ctx.parent(func))
-        if isinstance(cls, cst.ClassDef):
-            target = cls
+    owner = ctx.parent(ctx.parent(func))
+    cls = owner if isinstance(owner, cst.ClassDef) else None
+    if func.name.value == "__init__" and cls is not None:  # called as its class: Runner(...)
+        target, cls = cls, None
     name = target.name.value
     project = ctx.project
-    candidates = project.calls_named(name) if project is not None else [
-        (ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").split(".")[-1] == name]
+    candidates = project.calls_named(name, cls.name.value if cls is not None else None) if project is not None \
+        else [(ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").split(".")[-1] == name]
     if candidates is None:
-        return []
+        return None
     sites = []
     for site_ctx, call in candidates:
         found = callee(site_ctx, call)
@@ -250,7 +255,8 @@ def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.C
 
 def relies_on_default(ctx: Context, param: cst.Param) -> bool:
     """Does some call of the parameter's function leave the parameter to its default? A function nobody in
-    the project calls relies on nothing (unless it is a command: decorated by click, typer or fire)."""
+    the project calls is relied on when it is public API (its users get the default) or a command (click,
+    typer, fire); a private one nobody calls relies on nothing."""
     func = ctx.parent(ctx.parent(param))
     if not isinstance(func, cst.FunctionDef):
         return True
@@ -262,11 +268,28 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
     index = next((i for i, p in enumerate(positional) if p is param), None)
     is_method = isinstance(ctx.parent(ctx.parent(func)), cst.ClassDef) and not any(
         (dotted_name(d.decorator) or "") == "staticmethod" for d in func.decorators)
-    for _, call in call_sites(ctx, func):
+    sites = call_sites(ctx, func)
+    if sites is None:
+        return False  # too many candidate calls to tell: precision first
+    if not sites:
+        return _public(ctx, func)  # no call in the project: the users of a public API get the default
+    for _, call in sites:
         bound = is_method and (isinstance(call.func, cst.Attribute) or func.name.value == "__init__")
         if _leaves_default(call, param.name.value, index, bound):
             return True
     return False
+
+
+def _public(ctx: Context, func: cst.FunctionDef) -> bool:
+    """Is ``func`` part of its module's public API: not ``_private``, at the top or in a public class?"""
+    name = func.name.value
+    if name.startswith("_") and name != "__init__":
+        return False
+    if ctx.parent(func) is ctx.module:
+        return True
+    parent = ctx.parent(ctx.parent(func))
+    return isinstance(parent, cst.ClassDef) and not parent.name.value.startswith("_") \
+        and ctx.parent(parent) is ctx.module
 
 
 def _leaves_default(call: cst.Call, name: str, index: int | None, bound: bool) -> bool:
