@@ -325,6 +325,21 @@ CUDA_INIT_CALLS = frozenset({
     "torch.cuda.memory_reserved", "torch.cuda.current_stream", "torch.cuda.Stream", "torch.cuda.Event",
     "torch.cuda.device", "torch.cuda.FloatTensor", "torch.cuda.LongTensor",
 })
+# torch.cuda.FloatTensor(...) and friends: legacy constructors that make CUDA tensors
+LEGACY_CUDA_TENSORS = frozenset({
+    "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor", "ShortTensor",
+    "IntTensor", "LongTensor", "BoolTensor",
+})
+DEFAULT_TENSOR_TYPE_SETTER = "torch.set_default_tensor_type"
+
+
+def is_legacy_cuda_tensor(qualname: str | None) -> bool:
+    """``torch.cuda.FloatTensor`` and the other legacy CUDA tensor types."""
+    if qualname is None or not qualname.startswith("torch.cuda."):
+        return False
+    return qualname[len("torch.cuda."):] in LEGACY_CUDA_TENSORS
+
+
 CUDA_ENV_VARS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
 ENV_WRITE_CALLS = frozenset({"os.environ.update", "os.environ.setdefault", "os.putenv"})
 CUDA_METHOD = "cuda"  # Tensor.cuda / Module.cuda

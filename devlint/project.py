@@ -106,6 +106,10 @@ class Project:
             self._modules = index
         return self._modules
 
+    def has_module(self, module: str) -> bool:
+        """Is ``module`` (a dotted name) one of the run's files?"""
+        return module in self._module_index()
+
     def module_file(self, module: str, near: str) -> str | None:
         """The file of ``module`` among the run's files (the nearest to ``near`` when several match)."""
         found = self._module_index().get(module)

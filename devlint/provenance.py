@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from devlint import devices
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.guards import Polarity, guards
+from devlint.project import callee
 from devlint.lazy import LazyModule
 
 if TYPE_CHECKING:
@@ -164,20 +165,46 @@ class Provenance:
         self.module_classes = self._module_classes()
         # torch.set_default_device(...) anywhere: a factory's tensor may be created off the CPU
         self.default_device = any(ctx.qualname(c.func) == "torch.set_default_device" for c in ctx.nodes(cst.Call))
+        # what each function of the file returns, and what each class's __init__ sets on self
+        self.returns: dict[cst.FunctionDef, Val | None] = {}
+        self.class_attrs: dict[cst.ClassDef, Env] = {}
+        self._current: cst.FunctionDef | None = None
+        _BUILDING.add(id(ctx))
+        try:
+            self._run_all()
+            if any(v is not None for v in self.returns.values()) or any(self.class_attrs.values()):
+                self.numpy_receivers = {}  # again, with what the first run learnt of returns and attributes
+                self._run_all()
+        finally:
+            _BUILDING.discard(id(ctx))
+
+    def _run_all(self) -> None:
+        ctx = self.ctx
+        self._current = None
         module_env = self._exec(ctx.module.body, {}, False)
         for func in ctx.nodes(cst.FunctionDef):
-            env = dict(module_env)
-            params = func.params
-            for p in [*params.params, *params.kwonly_params, *params.posonly_params]:
-                env[p.name.value] = None
-            for star in (params.star_arg, params.star_kwarg):
-                if isinstance(star, cst.Param):
-                    env[star.name.value] = None
-            no_grad = any(self._no_grad_expr(d.decorator) for d in func.decorators)
-            if isinstance(func.body, cst.IndentedBlock):
-                self._exec(func.body.body, env, no_grad)
-            else:
-                self._exec([func.body], env, no_grad)
+            self._run_function(func, module_env)
+
+    def _run_function(self, func: cst.FunctionDef, module_env: Env) -> None:
+        owner = self.ctx.parent(self.ctx.parent(func))
+        cls = owner if isinstance(owner, cst.ClassDef) else None
+        env = dict(module_env)
+        if cls is not None and func.name.value != "__init__":
+            env.update(self.class_attrs.get(cls, {}))
+        params = func.params
+        for p in [*params.params, *params.kwonly_params, *params.posonly_params]:
+            env[p.name.value] = None
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                env[star.name.value] = None
+        no_grad = any(self._no_grad_expr(d.decorator) for d in func.decorators)
+        self._current = func
+        self.returns.pop(func, None)
+        body = func.body.body if isinstance(func.body, cst.IndentedBlock) else [func.body]
+        final = self._exec(body, env, no_grad)
+        self._current = None
+        if cls is not None and func.name.value == "__init__":
+            self.class_attrs[cls] = {k: v for k, v in final.items() if k.startswith("self.") and v is not None}
 
     # --- classes -------------------------------------------------------------------------
     def _module_classes(self) -> set[str]:
@@ -324,6 +351,11 @@ class Provenance:
                     env = dict(env)
                     env[func.value.value] = value
             return env
+        if isinstance(small, cst.Return) and small.value is not None and self._current is not None:
+            value = self._eval(small.value, env, no_grad)
+            func = self._current
+            self.returns[func] = _merge_values(self.returns[func], value) if func in self.returns else value
+            return env
         self._scan(small, env, no_grad)
         return env
 
@@ -389,7 +421,7 @@ class Provenance:
                 body = replace(body, gpu=None)
             out = _union(body, orelse, complete=body is not None and orelse is not None)
             return out if out is None or (body is not None and orelse is not None) else _unproven(out)
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
             self._comprehension(expr, env, no_grad)
             return None
         if isinstance(expr, cst.Lambda):
@@ -421,7 +453,8 @@ class Provenance:
             self._scan(el, env, no_grad)
         return base if base is not None and base.kind == "tensor" else None
 
-    def _comprehension(self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp, env: Env, no_grad: bool) -> None:
+    def _comprehension(self, expr: cst.ListComp | cst.GeneratorExp | cst.SetComp | cst.DictComp, env: Env,
+                       no_grad: bool) -> None:
         """Look inside a comprehension for ``.numpy()`` calls, its targets bound to what they iterate."""
         inner = dict(env)
         comp: cst.CompFor | None = expr.for_in
@@ -431,7 +464,11 @@ class Provenance:
             for cond in comp.ifs:
                 self._eval(cond.test, inner, no_grad)
             comp = comp.inner_for_in
-        self._eval(expr.elt, inner, no_grad)
+        if isinstance(expr, cst.DictComp):
+            self._eval(expr.key, inner, no_grad)
+            self._eval(expr.value, inner, no_grad)
+        else:
+            self._eval(expr.elt, inner, no_grad)
 
     def _call(self, call: cst.Call, env: Env, no_grad: bool) -> Val | None:
         ctx = self.ctx
@@ -442,11 +479,23 @@ class Provenance:
         qn = ctx.qualname(func)
         kwargs = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         if qn is not None:
-            return self._qualified_call(qn, call, args, kwargs, env, no_grad)
+            found = self._qualified_call(qn, call, args, kwargs, env, no_grad)
+            return found if found is not None or qn.split(".")[0] in devices.EVIDENCE_ROOTS else self._returned(call)
         if isinstance(func, cst.Name) and func.value in self.module_classes:
             return Val("module", torch=True, cpu=not self.default_device)
         if isinstance(func, cst.Attribute):
+            held = env.get(dotted_name(func) or "")
+            if held is not None and (held.kind == "module" or held.moved):
+                return self._module_output(held, args, complete, no_grad, ctx.code(func))  # self.model(x)
+            if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+                returned = self._returned(call)  # self.helper(...): what the method returns
+                if returned is not None:
+                    return returned
             return self._method_call(call, func, args, kwargs, complete, env, no_grad)
+        if isinstance(func, cst.Name) and env.get(func.value) is None:
+            returned = self._returned(call)
+            if returned is not None:
+                return returned
         callee = self._eval(func, env, no_grad)
         if callee is not None and (callee.kind == "module" or callee.moved):
             # a module, or an object moved with .to()/.cuda() and then called: a module
@@ -580,9 +629,26 @@ class Provenance:
             return replace(recv, gpu=None, cpu=True)
         if method in MODULE_KEEP:
             return recv
+        if method == "state_dict":  # its tensors, detached, where the module is
+            return Val("tensor", None, recv.gpu, torch=recv.torch, nograd=True, cpu=recv.cpu)
         if method == "forward":
             return self._module_output(recv, args, complete, no_grad, self.ctx.code(func.value))
         return None
+
+    def _returned(self, call: cst.Call) -> Val | None:
+        """What a function of the file, a method of its class, or a function of the project returns."""
+        found = callee(self.ctx, call)
+        if found is None:
+            return None
+        other_ctx, definition = found
+        if other_ctx is not self.ctx and id(other_ctx) in _BUILDING:
+            return None  # a cycle of imports: what it returns is not known yet
+        other = self if other_ctx is self.ctx else provenance(other_ctx)
+        if isinstance(definition, cst.ClassDef):  # a module class of the project: Net()
+            if definition.name.value in other.module_classes:
+                return Val("module", torch=True, cpu=not self.default_device)
+            return None
+        return other.returns.get(definition)
 
     def _list_elements(self, call: cst.Call, env: Env, no_grad: bool) -> Iterator[Val | None]:
         for arg in call.args:
@@ -616,6 +682,8 @@ def _tensor_method(method: str, recv: Val, args: list[Val | None], complete: boo
         return replace(recv, grad=None, nograd=True)
     if method == "requires_grad_":
         return replace(recv, grad="made to require grad with .requires_grad_()", nograd=False)
+    if method in ("values", "items"):  # a state_dict's tensors (a tensor has neither method)
+        return recv
     if method in NOT_TENSOR:
         return None
     if method in NON_DIFFERENTIABLE:
@@ -624,6 +692,17 @@ def _tensor_method(method: str, recv: Val, args: list[Val | None], complete: boo
     if out is not None:
         out = replace(out, cpu=recv.cpu, torch=recv.torch)  # a method's result lives where its tensor does
     return replace(out, grad=None, nograd=True) if out and no_grad else out
+
+
+_BUILDING: set[int] = set()  # contexts whose provenance is being computed (imports may cycle)
+
+
+def _merge_values(a: Val | None, b: Val | None) -> Val | None:
+    """What a function returns over its return statements: evidence from any, proof from all."""
+    if a is None or b is None:
+        return None
+    merged = _merge_env({"v": a}, {"v": b})["v"]
+    return merged
 
 
 def provenance(ctx: Context) -> Provenance:

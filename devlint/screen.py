@@ -17,8 +17,12 @@ import ast
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from devlint import devices
+
+if TYPE_CHECKING:
+    from devlint.project import Project
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The nodes the walk indexes (and descends into as any other node)
@@ -62,6 +66,11 @@ def strings(expr: ast.AST | None) -> Iterator[str]:
             stack.extend((node.body, node.orelse))
         elif isinstance(node, ast.BoolOp):
             stack.extend(node.values)
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+            yield f"{node.values[0].value}{{}}"  # f"cuda:{ids}": its literal head and a placeholder
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
+                and isinstance(node.left.value, str):
+            yield f"{node.left.value}+"  # "cuda:" + ...
 
 
 @dataclass
@@ -71,6 +80,7 @@ class Scope:
 
     numpy_calls: int = 0
     calls: list[ast.Call] = field(default_factory=list)  # calls that may be grad/device evidence, judged after the walk
+    cls: ast.ClassDef | None = None  # a method's class (its methods share what __init__ sets on self)
 
     def add_call(self, call: ast.Call) -> None:
         """Count a ``.numpy()`` call (not ``force=True``); keep any other call for the evidence check."""
@@ -95,16 +105,20 @@ class AstIndex:
     arguments: list[ast.arguments] = field(default_factory=list)
     module_scope: Scope = field(default_factory=Scope)
     scopes: list[Scope] = field(default_factory=list)
+    function_names: set[str] = field(default_factory=set)  # functions and methods defined in the file
+    relative_names: set[str] = field(default_factory=set)  # names bound by relative imports (the project's)
+    project: Project | None = None
     _device_strings: list[tuple[str, str]] | None = None
 
     @classmethod
-    def build(cls, tree: ast.Module) -> AstIndex:
-        index = cls(tree)
+    def build(cls, tree: ast.Module, project: Project | None = None) -> AstIndex:
+        index = cls(tree, project=project)
         index._walk()
         return index
 
     # --- one walk --------------------------------------------------------------------------
     def _walk(self) -> None:
+        self._owner: dict[int, ast.ClassDef] = {}
         stack: list[tuple[ast.AST, Scope | None]] = [(self.tree, self.module_scope)]
         recorded, openers, iter_child_nodes = _RECORDED, _OPENERS, ast.iter_child_nodes
         while stack:
@@ -139,8 +153,12 @@ class AstIndex:
         inner: Scope | None = None
         if isinstance(node, ast.ClassDef):
             self.class_names.add(node.name)
+            for sub in node.body:  # a method's scope knows its class
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self._owner[id(sub)] = node
         else:
-            inner = Scope()
+            self.function_names.add(node.name)
+            inner = Scope(cls=self._owner.get(id(node)))
             self.scopes.append(inner)
         for sub in node.body:
             stack.append((sub, inner))
@@ -157,7 +175,9 @@ class AstIndex:
                 bound = alias.asname or alias.name.split(".")[0]
                 self.aliases.setdefault(bound, set()).add(alias.name if alias.asname else bound)
                 self.imported_modules.add(alias.name)
-        elif not node.level and node.module is not None:
+        elif node.level:
+            self.relative_names.update(alias.asname or alias.name for alias in node.names if alias.name != "*")
+        elif node.module is not None:
             self.imported_modules.add(node.module)
             for alias in node.names:
                 if alias.name != "*":
@@ -193,6 +213,25 @@ class AstIndex:
 
     def _has_evidence(self, scope: Scope) -> bool:
         return any(self._is_evidence(call) for call in scope.calls)
+
+    def _calls_project(self, scope: Scope) -> bool:
+        """Does the scope call a function of the file (``helper(x)``, ``self.helper(x)``) or of the project
+        (a relative import, a module among the run's files), whose returned value provenance.py follows?"""
+        for call in scope.calls:
+            name = dotted(call.func)
+            if name is None:
+                continue
+            root, _, rest = name.partition(".")
+            if root in ("self", "cls") or root in self.function_names or root in self.relative_names:
+                return True
+            if self.project is not None and any(self._project_target(t, rest) for t in self.aliases.get(root, ())):
+                return True
+        return False
+
+    def _project_target(self, target: str, rest: str) -> bool:
+        assert self.project is not None
+        parts = (f"{target}.{rest}" if rest else target).split(".")
+        return any(self.project.has_module(".".join(parts[:i])) for i in range(len(parts) - 1, 0, -1))
 
     # --- questions ---------------------------------------------------------------------------
     @property
@@ -293,4 +332,9 @@ class AstIndex:
             return False
         if self._has_evidence(module):
             return True
-        return any(self._has_evidence(s) for s in with_numpy)
+        for scope in with_numpy:
+            if self._has_evidence(scope) or self._calls_project(scope):
+                return True
+            if scope.cls is not None and any(self._has_evidence(s) for s in self.scopes if s.cls is scope.cls):
+                return True  # self.model set (moved, built) in another method of the class
+        return False

@@ -1,4 +1,4 @@
-"""Fixture files: ``fixtures/**/NAME.py`` with ``NAME.expected`` (one ``line:col CODE`` a line, the findings
+"""Fixture files: ``fixtures/**/NAME.py`` (under ``fixtures/projects/P/``, linted as one project) with ``NAME.expected`` (one ``line:col CODE`` a line, the findings
 devlint must report) and, where a fix changes the file, ``NAME.fixed.py`` (the text after
 ``devlint --fix --unsafe-fixes``). ``python tests/fixturelib.py --update`` rewrites them from the current
 behaviour; read the diff before committing it."""
@@ -42,13 +42,25 @@ def fixed_path(src: Path) -> Path:
     return src.with_name(src.stem + ".fixed.py")
 
 
+def project_of(src: Path):  # type: ignore[no-untyped-def]
+    """The project a fixture belongs to: under ``fixtures/projects/NAME/`` the files of NAME (imports between
+    them are resolved, as in a run over that folder); elsewhere none (the file alone)."""
+    from devlint.project import Project
+
+    parts = src.relative_to(FIXTURES).parts
+    if parts[0] != "projects":
+        return None
+    root = FIXTURES / parts[0] / parts[1]
+    return Project(str(p) for p in root.rglob("*.py") if not p.name.endswith((".fixed.py", ".safe.py")))
+
+
 def findings_lines(src: Path) -> list[str]:
     from devlint.engine import lint_text
     from devlint.rules import all_rules, select_rules
     from devlint.source import read_source
 
     _, source = read_source(str(src))
-    result = lint_text(source.text, str(src), select_rules(set(all_rules())))
+    result = lint_text(source.text, str(src), select_rules(set(all_rules())), project=project_of(src))
     assert not result.crashes, result.crashes
     return [f"{f.start.row}:{f.start.column} {f.code}" for f in result.findings]
 
@@ -63,7 +75,7 @@ def fixed_text(src: Path, unsafe: bool = True) -> str:
     from devlint.source import read_source
 
     _, source = read_source(str(src))
-    return fix_text(source.text, str(src), select_rules(set(all_rules())), unsafe=unsafe).text
+    return fix_text(source.text, str(src), select_rules(set(all_rules())), unsafe=unsafe, project=project_of(src)).text
 
 
 def update() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from devlint.engine import fix_text
 from devlint.rules import all_rules, select_rules
-from fixturelib import FIXTURES, expected_path, findings_lines, fixed_path, fixed_text, fixture_inputs, safe_path
+from fixturelib import FIXTURES, expected_path, findings_lines, fixed_path, fixed_text, fixture_inputs, project_of, safe_path
 
 INPUTS = fixture_inputs()
 IDS = [str(p.relative_to(FIXTURES)) for p in INPUTS]
@@ -37,7 +37,7 @@ def test_fixed_output(src):
     assert got == want
     cst.parse_module(got)  # a fix never writes code that does not parse
     # idempotent: fixing the fixed text changes nothing
-    again = fix_text(got, str(src), select_rules(set(all_rules())), unsafe=True)
+    again = fix_text(got, str(src), select_rules(set(all_rules())), unsafe=True, project=project_of(src))
     assert again.text == got
     assert again.fixed == []
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from devlint import devices
 from devlint.analysis import device_uses, parameter_used_as_device
 from devlint.bindings import device_name_at
-from devlint.project import relies_on_default
+from devlint.project import callee, relies_on_default
 from devlint.context import Context, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
@@ -45,8 +45,9 @@ class HardcodedCuda(Rule):
     evidence_type = CudaEvidence
     # a literal starting "cuda", or a .cuda() call (also `.cuda ()`, `(x.cuda)()`, a comment or line join
     # before the parenthesis)
+    # (and a legacy type: cuda.FloatTensor, also in "torch.cuda.FloatTensor")
     triggers = re.compile(rb"[\"']" + devices.CUDA_METHOD.encode() + rb"|" + devices.CUDA_METHOD.encode()
-                          + rb"\s*[()\\#]")
+                          + rb"(?:\s*[()\\#]|\.\w*Tensor)")
 
     doc_what = '''
 Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
@@ -170,13 +171,79 @@ to lint it.
             if isinstance(func, ast.Attribute) and devices.is_cuda_method_call(
                     func.attr, index.imported(dotted(func) or ""), [k.arg for k in call.keywords]):
                 return True
-        return False
+            # a "cuda" argument of any call (a project function may use it as a device), a legacy CUDA type
+            values = [*call.args, *(k.value for k in call.keywords)]
+            if any(isinstance(v, ast.Constant) and isinstance(v.value, str) and devices.is_cuda_device(v.value)
+                   for v in values):
+                return True
+        return any(devices.is_legacy_cuda_tensor(q) for node in ast.walk(index.tree)
+                   if isinstance(node, ast.Attribute) for q in index.qualnames(node))
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
             return
         yield from self._device_strings(ctx)
         yield from self._cuda_calls(ctx)
+        yield from self._legacy_types(ctx)
+        yield from self._device_arguments(ctx)
+
+    def _legacy_types(self, ctx: Context) -> Iterable[Finding]:
+        """``torch.cuda.FloatTensor(...)``, ``Tensor = torch.cuda.FloatTensor``,
+        ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``: CUDA tensors by their legacy types."""
+        guard = guards(ctx)
+        for node in ctx.nodes(cst.Attribute):
+            if not devices.is_legacy_cuda_tensor(ctx.qualname(node)) or guard.is_guarded(node):
+                continue
+            parent = ctx.parent(node)
+            used = (isinstance(parent, cst.Call) and parent.func is node) or (
+                isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node) or (
+                isinstance(parent, cst.Arg) and self._sets_default_type(ctx, parent))
+            if used:
+                yield self._legacy_finding(ctx, node, ctx.code(node))
+        for node in ctx.nodes(cst.SimpleString):
+            value = string_value(node)
+            arg = ctx.parent(node)
+            if value is not None and devices.is_legacy_cuda_tensor(value) and isinstance(arg, cst.Arg) \
+                    and self._sets_default_type(ctx, arg) and not guard.is_guarded(node):
+                yield self._legacy_finding(ctx, node, value)
+
+    @staticmethod
+    def _sets_default_type(ctx: Context, arg: cst.Arg) -> bool:
+        call = ctx.parent(arg)
+        return isinstance(call, cst.Call) and ctx.qualname(call.func) == devices.DEFAULT_TENSOR_TYPE_SETTER
+
+    def _legacy_finding(self, ctx: Context, node: cst.CSTNode, name: str) -> Finding:
+        return self.finding(
+            ctx, node,
+            f"{name} makes CUDA tensors and crashes without a GPU ({_ERROR}); create the tensor with torch.tensor"
+            f"/torch.zeros and .to(device), with a device chosen by torch.cuda.is_available()",
+            evidence=CudaEvidence(device="cuda"),
+        )
+
+    def _device_arguments(self, ctx: Context) -> Iterable[Finding]:
+        """A ``"cuda"`` literal passed to a function or method of the project whose parameter is used as a
+        device (``model.sample(8, "cuda")``)."""
+        guard = guards(ctx)
+        uses = device_uses(ctx)
+        for node in ctx.nodes(cst.SimpleString):
+            value = string_value(node)
+            arg = ctx.parent(node)
+            if value is None or not devices.is_cuda_device(value) or not isinstance(arg, cst.Arg) \
+                    or uses.is_device_arg(arg) or arg.star:
+                continue
+            call = ctx.parent(arg)
+            if not isinstance(call, cst.Call) or guard.is_guarded(node):
+                continue
+            param = _parameter_for(ctx, call, arg)
+            if param is None or not parameter_used_as_device(param[0], param[1]):
+                continue
+            yield self.finding(
+                ctx, node,
+                f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
+                f'fall back with "{value}" if torch.cuda.is_available() else "cpu"',
+                self._fix_string(ctx, node, value, UseKind.KEYWORD),
+                evidence=CudaEvidence(device=value),
+            )
 
     def _device_strings(self, ctx: Context) -> Iterable[Finding]:
         uses = device_uses(ctx)
@@ -275,3 +342,31 @@ def _cuda_index(call: cst.Call) -> cst.Integer | Literal[False] | None:
         else:
             return False
     return index
+
+
+def _parameter_for(ctx: Context, call: cst.Call, arg: cst.Arg) -> tuple[Context, cst.Param] | None:
+    """The parameter of the project's function or method that ``arg`` of ``call`` binds: resolved like a
+    call's callee, or, for ``obj.method(...)``, the one method of that name among the file's classes."""
+    found = callee(ctx, call)
+    func_ctx: Context = ctx
+    func: cst.FunctionDef | None = None
+    bound = False
+    if found is not None and isinstance(found[1], cst.FunctionDef):
+        func_ctx, func = found
+        bound = isinstance(call.func, cst.Attribute) and isinstance(func_ctx.parent(func_ctx.parent(func)), cst.ClassDef)
+    elif isinstance(call.func, cst.Attribute) and ctx.qualname(call.func) is None:
+        name = call.func.attr.value
+        methods = [f for f in ctx.nodes(cst.FunctionDef)
+                   if f.name.value == name and isinstance(ctx.parent(ctx.parent(f)), cst.ClassDef)]
+        if len(methods) != 1:
+            return None
+        func, bound = methods[0], True
+    if func is None:
+        return None
+    params = func.params
+    if arg.keyword is not None:
+        named = [p for p in (*params.params, *params.kwonly_params) if p.name.value == arg.keyword.value]
+        return (func_ctx, named[0]) if named else None
+    index = [a for a in call.args if a.keyword is None].index(arg) + (1 if bound else 0)
+    positional = [*params.posonly_params, *params.params]
+    return (func_ctx, positional[index]) if index < len(positional) else None

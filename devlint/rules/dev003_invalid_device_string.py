@@ -58,6 +58,44 @@ def _caught_types(handler: cst.ExceptHandler) -> list[cst.BaseExpression | None]
     return types
 
 
+def _built_device(ctx: Context, node: cst.CSTNode) -> str | None:
+    """How ``node`` builds an invalid device string, or None: ``f"cuda:{ids}"`` where ``ids`` is bound to a
+    list or tuple, ``f"cuda:{','.join(...)}"``, ``"cuda:" + ",".join(...)``."""
+    if isinstance(node, cst.FormattedString):
+        parts = list(node.parts)
+        if len(parts) != 2 or not isinstance(parts[0], cst.FormattedStringText) \
+                or not isinstance(parts[1], cst.FormattedStringExpression):
+            return None
+        head, expr = parts[0].value, parts[1].expression
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        head_value = string_value(node.left)
+        if head_value is None:
+            return None
+        head, expr = head_value, node.right
+    else:
+        return None
+    kind = head[:-1] if head.endswith(":") else None
+    if kind not in devices.DEVICE_TYPES:
+        return None
+    if _joins_with_commas(expr):
+        return f'"{head}" + ",".join(...)'
+    if isinstance(expr, cst.Name) and _bound_to_sequence(ctx, expr.value):
+        return f'"{head}{{{expr.value}}}" with a list'
+    return None
+
+
+def _joins_with_commas(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "join" \
+        and (string_value(expr.func.value) or "").strip() == ","
+
+
+def _bound_to_sequence(ctx: Context, name: str) -> bool:
+    """Is every assignment of ``name`` in the file a list or tuple literal?"""
+    values = [a.value for a in ctx.nodes(cst.Assign) for t in a.targets
+              if isinstance(t.target, cst.Name) and t.target.value == name]
+    return bool(values) and all(isinstance(v, (cst.List, cst.Tuple)) for v in values)
+
+
 def _caught(ctx: Context, node: cst.CSTNode) -> bool:
     """Is ``node`` in the body of a ``try`` whose handler catches torch's RuntimeError?"""
     child = node
@@ -87,7 +125,7 @@ class _Trigger:
     """
 
     _positions = devices.position_triggers()
-    _literal = re.compile(rb"[\s\\]*\(?[\s\\]*(?:type\s*=\s*)?[rRuU]?([\"'])")
+    _literal = re.compile(rb"[\s\\]*\(?[\s\\]*(?:type\s*=\s*)?[rRuUfF]{0,2}([\"'])")
     # the literal's content, then what follows it: on the same line, or first on the next non-blank line
     _content: ClassVar[dict[bytes, re.Pattern[bytes]]] = {
         q: re.compile(rb"([^" + q + rb"\\\n]*)" + q + rb"[ \t]*(?:#[^\n]*)?(\r?\n\s*)?(\w+|\S?)")
@@ -242,6 +280,8 @@ to lint it.
                 continue
             if devices.STARTS_LIKE_DEVICE.match(value) or (kind == "strict" and index.imports_torch):
                 return True
+            if index.imports_torch and devices.suggest(value)[0] is not None:
+                return True  # a misspelt device ("gpu") that may reach torch through a variable or default
         return False
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -262,13 +302,33 @@ to lint it.
             loose = not torch_file or use.kind.loose or (
                 use.kind is UseKind.KEYWORD and ctx.qualname(self._callee(ctx, use.expr)) is None
             )
-            if loose and (not devices.STARTS_LIKE_DEVICE.match(value) or (other and not reaches)):
+            # a loose string counts when it starts like a torch device, or reaches torch and reads like a
+            # misspelt device ("gpu" as a default of a parameter passed to .to())
+            spelled = devices.STARTS_LIKE_DEVICE.match(value) or (reaches and devices.suggest(value)[0] is not None)
+            if loose and (not spelled or (other and not reaches)):
                 continue
             caught = _caught(ctx, node)
             if caught and use.kind is UseKind.TORCH_DEVICE:
                 continue  # try: torch.device(s) except RuntimeError: -- a validity test, on purpose
             # a fix only where the string certainly reaches torch, and nothing relies on torch rejecting it
             yield self._report(ctx, node, value, error, fixable=reaches and not caught)
+        if torch_file:
+            yield from self._built_strings(ctx, uses)
+
+    def _built_strings(self, ctx: Context, uses: DeviceUses) -> Iterable[Finding]:
+        """Device strings built at run time from parts that make them invalid: ``f"cuda:{gpu_ids}"`` with a
+        list, ``"cuda:" + ",".join(...)`` (several ids)."""
+        for node in (*ctx.nodes(cst.FormattedString), *ctx.nodes(cst.BinaryOperation)):
+            shape = _built_device(ctx, node)
+            if shape is None:
+                continue
+            use = uses.use_of(node)
+            if use is None or use.kind.loose or _caught(ctx, node):
+                continue
+            message = (f'Device string built as {shape} is not one device: torch.device raises "Invalid device '
+                       f'string"; pick one index ("cuda:0"), or set CUDA_VISIBLE_DEVICES before importing torch '
+                       f'and use "cuda", or nn.DataParallel(model, device_ids=...)')
+            yield self.finding(ctx, node, message, evidence=DeviceStringEvidence(value="cuda:1,2", fixed=None))
 
     @staticmethod
     def _reaches_torch(ctx: Context, uses: DeviceUses, use: DeviceUse) -> bool:
@@ -280,6 +340,9 @@ to lint it.
             return isinstance(arg, cst.Arg) and uses.reaches_torch(arg)
         if use.kind is UseKind.ASSIGN and use.target is not None:
             return uses.reaches_torch_as(use.target, use.expr)
+        param = ctx.parent(use.expr)
+        if use.kind is UseKind.DEFAULT and isinstance(param, cst.Param):
+            return uses.reaches_torch_as(param.name.value, param)
         return False
 
     @staticmethod

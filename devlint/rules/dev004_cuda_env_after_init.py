@@ -124,8 +124,8 @@ cell, before `import torch`, and restart the kernel after changing it.
         if not first_init:
             return
         for node, var in self._writes(ctx):
-            init = first_init.get(ctx.enclosing_function(node))
-            if init is None or ctx.order[node] < ctx.order[init]:
+            init = self._init_before(ctx, node, first_init)
+            if init is None:
                 continue
             name = ctx.qualname(init.func) or ctx.code(init.func)
             message = (
@@ -134,6 +134,33 @@ cell, before `import torch`, and restart the kernel after changing it.
             )
             yield self.finding(ctx, node, message, self._fix(ctx, node), evidence=CudaEnvEvidence(
                 var=var, value=self._literal_value(node, var), init=ctx.qualname(init.func)))
+
+    @staticmethod
+    def _init_before(ctx: Context, node: cst.CSTNode, first_init: dict[cst.CSTNode | None, cst.Call]) -> cst.Call | None:
+        """The call that initialised CUDA before ``node`` runs: earlier in the same flow; at the module's top
+        level, for a write in a function (functions run after the module's top level, unless called there
+        before it); in ``__init__``, for a write in another method of the class (``__init__`` runs first)."""
+        func = ctx.enclosing_function(node)
+        init = first_init.get(func)
+        if init is not None and ctx.order[init] < ctx.order[node]:
+            return init
+        if func is None:
+            return None
+        owner = ctx.parent(ctx.parent(func))
+        if isinstance(owner, cst.ClassDef) and func.name.value != "__init__":
+            for other, call in first_init.items():
+                if isinstance(other, cst.FunctionDef) and other.name.value == "__init__" \
+                        and ctx.parent(ctx.parent(other)) is owner:
+                    return call
+        module_init = first_init.get(None)
+        if module_init is None or _top_statement(ctx, module_init) is None:
+            return None
+        outer = next((a for a in reversed(list(ctx.ancestors(func))) if isinstance(a, cst.FunctionDef)), func)
+        before = ctx.order[_top_statement(ctx, module_init)]  # type: ignore[index]
+        called_earlier = any(
+            isinstance(c.func, cst.Name) and c.func.value == outer.name.value and ctx.order[c] < before
+            and ctx.enclosing_function(c) is None for c in ctx.nodes(cst.Call))
+        return None if called_earlier else module_init
 
     @staticmethod
     def _literal_value(node: cst.Assign | cst.Call, var: str) -> str | None:
@@ -298,4 +325,17 @@ def _import_prelude(ctx: Context, node: cst.Assign | cst.Call, before_torch: Seq
     if target.startswith("os."):
         name = target[3:]
         return f"from os import {name}{nl}" if root == name else f"from os import {name} as {root}{nl}"
+    return None
+
+
+def _top_statement(ctx: Context, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The module-level statement ``node`` is in, when it runs unconditionally at import (not under
+    ``if __name__ == "__main__":`` or another condition)."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.Module):
+            return child
+        if isinstance(anc, (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef)):
+            return None
+        child = anc
     return None
