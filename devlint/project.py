@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from devlint.context import Context, dotted_name
@@ -44,6 +44,7 @@ class Project:
         self._nccl: bool | None = None
         self._callers: dict[str, list[tuple[Context, cst.Call]] | None] = {}
         self.consulted: set[str] = set()
+        self._evidence: dict[str, dict[str, bool]] = {}
 
     # --- files ----------------------------------------------------------------------------------
     def read(self, path: str) -> bytes | None:
@@ -119,8 +120,12 @@ class Project:
             return found[0]
         return max(found, key=lambda p: len(os.path.commonpath([p, near])))
 
-    def _relative_file(self, ctx: Context, level: int, module: str, name: str) -> tuple[str, str] | None:
-        base = os.path.dirname(os.path.abspath(ctx.path))
+    def resolve_relative_name(self, path: str, spec: tuple[int, str, str]) -> tuple[str, str] | None:
+        """(file, symbol) of a name bound by ``from <level dots><module> import <name>`` in ``path``."""
+        return self._relative_file(path, *spec)
+
+    def _relative_file(self, path: str, level: int, module: str, name: str) -> tuple[str, str] | None:
+        base = os.path.dirname(os.path.abspath(path))
         for _ in range(level - 1):
             base = os.path.dirname(base)
         target = os.path.join(base, *module.split(".")) if module else base
@@ -137,7 +142,7 @@ class Project:
         root, _, rest = dotted.partition(".")
         if root in ctx.relative_imports:
             level, module, name = ctx.relative_imports[root]
-            found = self._relative_file(ctx, level, module, name)
+            found = self._relative_file(ctx.path, level, module, name)
             if found is None:
                 return None
             path, symbol = found
@@ -160,6 +165,26 @@ class Project:
             return None
         return find_definition(ctx, symbol)
 
+    # --- the pre-filter's view of another file ----------------------------------------------------------
+    def function_evidence(self, path: str, symbol: str) -> bool:
+        """Does function ``symbol`` of ``path`` hold grad/device evidence, or call the project (the ``ast``
+        screen's question, so that a ``.numpy()`` on what it returns keeps its caller's file for the full
+        analysis)? Each file is screened once; its answers are kept, not its tree."""
+        if path not in self._evidence:
+            self._evidence[path] = {}  # recursion: nothing known while computing
+            from devlint import screen
+
+            data = self.read(path)
+            tree = screen.parse(data) if data is not None and len(data) <= 2 * 1024 * 1024 else None
+            if tree is not None:
+                index = screen.AstIndex.build(tree, self, path)
+                found = {name: index.scope_evidence(scope) or index.calls_project(scope)
+                         for name, scope in index.function_scopes.items()}
+                found.update((name, True) for name in index.module_class_names)  # Net(): maybe a module class
+                self._evidence[path] = found
+        # unknown (not a function of the file, or being computed): it may
+        return self._evidence[path].get(symbol, path not in self._evidence or not self._evidence[path])
+
     # --- project-wide facts ------------------------------------------------------------------------
     @property
     def nccl(self) -> bool:
@@ -175,10 +200,15 @@ class Project:
         call it to look at them all."""
         key = f"{name}/{also}"
         if key not in self._callers:
-            pattern = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
-            other = re.compile(rb"\b" + re.escape(also.encode()) + rb"\b") if also else None
-            files = [p for p in self.paths if pattern.search(self.read(p) or b"")
-                     and (other is None or other.search(self.read(p) or b""))]
+            word = name.encode()
+            pattern = re.compile(rb"\b" + re.escape(word) + rb"\s*\(")
+            other = also.encode() if also else None
+            files = []
+            for p in self.paths:
+                data = self.read(p) or b""
+                # bytes.find first (memmem): a regex over every file for every name costs seconds
+                if word in data and (other is None or other in data) and pattern.search(data):
+                    files.append(p)
             if len(files) > self.MAX_CALLER_FILES:
                 self._callers[key] = None
             else:
@@ -210,9 +240,10 @@ def find_definition(ctx: Context, symbol: str) -> Definition | None:
     return (ctx, found) if found is not None else None
 
 
-def callee(ctx: Context, call: cst.Call) -> Definition | None:
+def callee(ctx: Context, call: cst.Call, only: Callable[[str, str], bool] | None = None) -> Definition | None:
     """The function (or class) of this project that ``call`` calls, if it can be told: a function of the
-    file or imported from the project, ``self.method(...)`` in a class of the file."""
+    file or imported from the project, ``self.method(...)`` in a class of the file. ``only``: a cheap test
+    of (file, symbol) that another file must pass before it is parsed."""
     func = call.func
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
         cls = next((a for a in ctx.ancestors(call) if isinstance(a, cst.ClassDef)), None)
@@ -231,6 +262,8 @@ def callee(ctx: Context, call: cst.Call) -> Definition | None:
     path, symbol = found
     if path == os.path.abspath(ctx.path):
         return find_definition(ctx, symbol)
+    if only is not None and not only(path, symbol):
+        return None
     return project.definition(path, symbol)
 
 

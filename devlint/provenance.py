@@ -165,32 +165,54 @@ class Provenance:
         self.module_classes = self._module_classes()
         # torch.set_default_device(...) anywhere: a factory's tensor may be created off the CPU
         self.default_device = any(ctx.qualname(c.func) == "torch.set_default_device" for c in ctx.nodes(cst.Call))
-        # what each function of the file returns, and what each class's __init__ sets on self
+        # what each function of the file returns, and what each class's __init__ sets on self: computed on
+        # demand (a function is interpreted when it holds a .numpy() call, or when one asks what it returns)
         self.returns: dict[cst.FunctionDef, Val | None] = {}
         self.class_attrs: dict[cst.ClassDef, Env] = {}
+        self._running: set[cst.FunctionDef] = set()
         self._current: cst.FunctionDef | None = None
         _BUILDING.add(id(ctx))
         try:
-            self._run_all()
-            if any(v is not None for v in self.returns.values()) or any(self.class_attrs.values()):
-                self.numpy_receivers = {}  # again, with what the first run learnt of returns and attributes
-                self._run_all()
+            self.module_env: Env = {}
+            self.module_env = self._exec(ctx.module.body, {}, False)
+            for func in self._with_numpy():
+                self._ensure(func)
         finally:
             _BUILDING.discard(id(ctx))
 
-    def _run_all(self) -> None:
+    def _with_numpy(self) -> list[cst.FunctionDef]:
+        """The functions (in source order) whose own body calls ``.numpy()``."""
         ctx = self.ctx
-        self._current = None
-        module_env = self._exec(ctx.module.body, {}, False)
-        for func in ctx.nodes(cst.FunctionDef):
-            self._run_function(func, module_env)
+        found = {ctx.enclosing_function(c) for c in ctx.nodes(cst.Call)
+                 if isinstance(c.func, cst.Attribute) and c.func.attr.value == "numpy"}
+        return [f for f in ctx.nodes(cst.FunctionDef) if f in found]
 
-    def _run_function(self, func: cst.FunctionDef, module_env: Env) -> None:
+    def _ensure(self, func: cst.FunctionDef) -> None:
+        """Interpret ``func`` once (what it returns, what its .numpy() calls see); not while it runs."""
+        if func in self.returns or func in self._running:
+            return
+        self._running.add(func)
+        try:
+            self._run_function(func)
+        finally:
+            self._running.discard(func)
+
+    def _attrs_of(self, cls: cst.ClassDef) -> Env:
+        """What the class's ``__init__`` sets on ``self`` (interpreted on first use)."""
+        if cls not in self.class_attrs:
+            self.class_attrs[cls] = {}
+            init = next((s for s in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else [])
+                         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+            if init is not None:
+                self._ensure(init)
+        return self.class_attrs[cls]
+
+    def _run_function(self, func: cst.FunctionDef) -> None:
         owner = self.ctx.parent(self.ctx.parent(func))
         cls = owner if isinstance(owner, cst.ClassDef) else None
-        env = dict(module_env)
+        env = dict(self.module_env)
         if cls is not None and func.name.value != "__init__":
-            env.update(self.class_attrs.get(cls, {}))
+            env.update(self._attrs_of(cls))
         params = func.params
         for p in [*params.params, *params.kwonly_params, *params.posonly_params]:
             env[p.name.value] = None
@@ -198,11 +220,11 @@ class Provenance:
             if isinstance(star, cst.Param):
                 env[star.name.value] = None
         no_grad = any(self._no_grad_expr(d.decorator) for d in func.decorators)
-        self._current = func
-        self.returns.pop(func, None)
+        outer, self._current = self._current, func
         body = func.body.body if isinstance(func.body, cst.IndentedBlock) else [func.body]
         final = self._exec(body, env, no_grad)
-        self._current = None
+        self._current = outer
+        self.returns.setdefault(func, None)
         if cls is not None and func.name.value == "__init__":
             self.class_attrs[cls] = {k: v for k, v in final.items() if k.startswith("self.") and v is not None}
 
@@ -637,7 +659,9 @@ class Provenance:
 
     def _returned(self, call: cst.Call) -> Val | None:
         """What a function of the file, a method of its class, or a function of the project returns."""
-        found = callee(self.ctx, call)
+        project = self.ctx.project
+        # another file is parsed only when its function holds evidence (the ast screen's cheap question)
+        found = callee(self.ctx, call, project.function_evidence if project is not None else None)
         if found is None:
             return None
         other_ctx, definition = found
@@ -648,6 +672,7 @@ class Provenance:
             if definition.name.value in other.module_classes:
                 return Val("module", torch=True, cpu=not self.default_device)
             return None
+        other._ensure(definition)
         return other.returns.get(definition)
 
     def _list_elements(self, call: cst.Call, env: Env, no_grad: bool) -> Iterator[Val | None]:

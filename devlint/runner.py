@@ -72,14 +72,14 @@ def _cache_key(data: bytes, rules: list[Rule], options: Options) -> str:
     return Cache.key(data, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}")
 
 
-def applicable(data: bytes, rules: list[Rule], project: Project | None = None) -> list[Rule]:
+def applicable(data: bytes, rules: list[Rule], project: Project | None = None, path: str | None = None) -> list[Rule]:
     """The pre-filter: the rules that may report on a file with these bytes. First each rule's byte
     trigger, then, for the rules left, its screen over CPython's ``ast`` (devlint/screen.py)."""
     rules = [r for r in rules if r.triggers is None or r.triggers.search(data)]
     if rules and len(data) <= LIBCST_MAX_BYTES:  # (over the limit the ast costs GBs: report it as not checked)
         tree = screen.parse(data)
         if tree is not None:  # else LibCST decides (and reports the syntax error)
-            index = screen.AstIndex.build(tree, project if project is not None else _PROJECT)
+            index = screen.AstIndex.build(tree, project if project is not None else _PROJECT, path)
             rules = [r for r in rules if r.screen(index)]
     return rules
 
@@ -117,7 +117,7 @@ def _process(path: str, config: Config, options: Options) -> FileResult:
         result.findings.append(_io_finding(path, str(exc)))
         return result
     if options.prefilter:
-        rules = applicable(data, rules)
+        rules = applicable(data, rules, path=path)
         if not rules:
             result.cacheable = True
             return result

@@ -106,19 +106,23 @@ class AstIndex:
     module_scope: Scope = field(default_factory=Scope)
     scopes: list[Scope] = field(default_factory=list)
     function_names: set[str] = field(default_factory=set)  # functions and methods defined in the file
+    module_class_names: set[str] = field(default_factory=set)  # classes that may be torch modules (by base)
+    function_scopes: dict[str, Scope] = field(default_factory=dict)  # "f" / "Class.method" -> its scope
+    path: str | None = None
     relative_names: set[str] = field(default_factory=set)  # names bound by relative imports (the project's)
     project: Project | None = None
     _device_strings: list[tuple[str, str]] | None = None
 
     @classmethod
-    def build(cls, tree: ast.Module, project: Project | None = None) -> AstIndex:
-        index = cls(tree, project=project)
+    def build(cls, tree: ast.Module, project: Project | None = None, path: str | None = None) -> AstIndex:
+        index = cls(tree, project=project, path=path)
         index._walk()
         return index
 
     # --- one walk --------------------------------------------------------------------------
     def _walk(self) -> None:
         self._owner: dict[int, ast.ClassDef] = {}
+        self._relative: dict[str, tuple[int, str, str]] = {}
         stack: list[tuple[ast.AST, Scope | None]] = [(self.tree, self.module_scope)]
         recorded, openers, iter_child_nodes = _RECORDED, _OPENERS, ast.iter_child_nodes
         while stack:
@@ -153,13 +157,18 @@ class AstIndex:
         inner: Scope | None = None
         if isinstance(node, ast.ClassDef):
             self.class_names.add(node.name)
+            if any("Module" in (dotted(b) or "") or "Model" in (dotted(b) or "") or (dotted(b) or "").startswith("nn.")
+                   for b in node.bases):
+                self.module_class_names.add(node.name)
             for sub in node.body:  # a method's scope knows its class
                 if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self._owner[id(sub)] = node
         else:
             self.function_names.add(node.name)
-            inner = Scope(cls=self._owner.get(id(node)))
+            owner = self._owner.get(id(node))
+            inner = Scope(cls=owner)
             self.scopes.append(inner)
+            self.function_scopes.setdefault(f"{owner.name}.{node.name}" if owner else node.name, inner)
         for sub in node.body:
             stack.append((sub, inner))
         for name in ("decorator_list", "args", "returns", "bases", "keywords", "type_params"):
@@ -176,7 +185,11 @@ class AstIndex:
                 self.aliases.setdefault(bound, set()).add(alias.name if alias.asname else bound)
                 self.imported_modules.add(alias.name)
         elif node.level:
-            self.relative_names.update(alias.asname or alias.name for alias in node.names if alias.name != "*")
+            for alias in node.names:
+                if alias.name != "*":
+                    bound = alias.asname or alias.name
+                    self.relative_names.add(bound)
+                    self._relative[bound] = (node.level, node.module or "", alias.name)
         elif node.module is not None:
             self.imported_modules.add(node.module)
             for alias in node.names:
@@ -214,6 +227,27 @@ class AstIndex:
     def _has_evidence(self, scope: Scope) -> bool:
         return any(self._is_evidence(call) for call in scope.calls)
 
+    def _has_move(self, scope: Scope) -> bool:
+        """A ``.cuda()`` / ``.to(x)`` / ``.requires_grad_()`` call, or a torch call with ``device=`` or
+        ``requires_grad=``: what another method of the class may leave on ``self``."""
+        for call in scope.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and (func.attr in (devices.CUDA_METHOD, "requires_grad_") or (
+                    func.attr == devices.MOVE_METHOD and (call.args or call.keywords))):
+                return True
+            if any(k.arg in ("requires_grad", devices.DEVICE_KEYWORD) for k in call.keywords):
+                return True
+        return False
+
+    def scope_evidence(self, scope: Scope) -> bool:
+        """Evidence in ``scope``, in the module's top level, or in another method of its class."""
+        if self._has_evidence(scope) or self._has_evidence(self.module_scope):
+            return True
+        return scope.cls is not None and any(self._has_evidence(s) for s in self.scopes if s.cls is scope.cls)
+
+    def calls_project(self, scope: Scope) -> bool:
+        return self._calls_project(scope)
+
     def _calls_project(self, scope: Scope) -> bool:
         """Does the scope call a function of the file (``helper(x)``, ``self.helper(x)``) or of the project
         (a relative import, a module among the run's files), whose returned value provenance.py follows?"""
@@ -222,11 +256,44 @@ class AstIndex:
             if name is None:
                 continue
             root, _, rest = name.partition(".")
-            if root in ("self", "cls") or root in self.function_names or root in self.relative_names:
+            if root in ("self", "cls") or root in self.function_names:
+                # what a function or method of the file returns: evidence in its own body (or the module's)
+                symbol = f"{scope.cls.name}.{rest}" if root in ("self", "cls") and scope.cls is not None else root
+                target = self.function_scopes.get(symbol)
+                if target is not None and target is not scope and (
+                        self._has_evidence(target) or self._has_evidence(self.module_scope)):
+                    return True
+            elif self.project is not None and self._project_returns_evidence(root, rest):
                 return True
-            if self.project is not None and any(self._project_target(t, rest) for t in self.aliases.get(root, ())):
+            elif self.project is None and root in self.relative_names:
+                return True  # no project to look in: it may
+        return False
+
+    def _project_returns_evidence(self, root: str, rest: str) -> bool:
+        """Does the project function a call names (imported from the project) hold evidence in its body, so
+        that what it returns may be a GPU tensor or one that requires grad?"""
+        assert self.project is not None
+        for path, symbol in self._project_symbols(root, rest):
+            if self.project.function_evidence(path, symbol):
                 return True
         return False
+
+    def _project_symbols(self, root: str, rest: str) -> list[tuple[str, str]]:
+        assert self.project is not None
+        project = self.project
+        found = []
+        if root in self.relative_names and self.path is not None:
+            target = project.resolve_relative_name(self.path, self._relative[root])
+            if target is not None:
+                found.append((target[0], ".".join(p for p in (target[1], rest) if p)))
+        for qualified in self.aliases.get(root, ()):
+            parts = (f"{qualified}.{rest}" if rest else qualified).split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                path = project.module_file(".".join(parts[:i]), self.path or "")
+                if path is not None:
+                    found.append((path, ".".join(parts[i:])))
+                    break
+        return found
 
     def _project_target(self, target: str, rest: str) -> bool:
         assert self.project is not None
@@ -335,6 +402,6 @@ class AstIndex:
         for scope in with_numpy:
             if self._has_evidence(scope) or self._calls_project(scope):
                 return True
-            if scope.cls is not None and any(self._has_evidence(s) for s in self.scopes if s.cls is scope.cls):
-                return True  # self.model set (moved, built) in another method of the class
+            if scope.cls is not None and any(self._has_move(s) for s in self.scopes if s.cls is scope.cls):
+                return True  # self.model moved to a device (or made to require grad) in another method of the class
         return False

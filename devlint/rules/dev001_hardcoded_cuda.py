@@ -235,8 +235,8 @@ to lint it.
             if not isinstance(call, cst.Call) or guard.is_guarded(node):
                 continue
             param = _parameter_for(ctx, call, arg)
-            if param is None or not parameter_used_as_device(param[0], param[1]):
-                continue
+            if param is None or not device_uses(param[0]).used_as_device(param[1].name.value, param[1]):
+                continue  # the parameter is not put in a device position by its function
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
