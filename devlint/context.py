@@ -114,23 +114,26 @@ def _record_import(ctx: Context, node: cst.CSTNode) -> None:
         # from .env import init_env / from .. import utils: the project resolves these (project.py)
         level = len(node.relative)
         module = _import_target(node.module) if node.module is not None else ""
-        if not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                name = _import_target(alias.name)
-                bound = name
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    bound = alias.asname.name.value
-                ctx.relative_imports[bound] = (level, module, name)
+        for bound, name in _from_names(node):
+            ctx.relative_imports[bound] = (level, module, name)
     elif isinstance(node, cst.ImportFrom) and node.module is not None:
         module = _import_target(node.module)
         ctx.imported_modules.add(module)
-        if not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                name = _import_target(alias.name)
-                bound = name
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    bound = alias.asname.name.value
-                ctx.aliases[bound] = f"{module}.{name}"
+        for bound, name in _from_names(node):
+            ctx.aliases[bound] = f"{module}.{name}"
+
+
+def _from_names(node: cst.ImportFrom) -> list[tuple[str, str]]:
+    """(bound name, imported name) of ``from m import a, b as c`` (none for ``import *``)."""
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    out = []
+    for alias in node.names:
+        name = _import_target(alias.name)
+        bound = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+            else name
+        out.append((bound, name))
+    return out
 
 
 class Context:
@@ -158,8 +161,8 @@ class Context:
         # by_type holds the nodes of each type under that type: the list of ``kind`` is a list of N
         return cast("list[N]", self.by_type.get(kind, []))
 
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.parents.get(node)
+    def parent(self, node: cst.CSTNode | None) -> cst.CSTNode | None:
+        return self.parents.get(node) if node is not None else None
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         cur = self.parents.get(node)

@@ -71,14 +71,20 @@ def _lint(text: str, path: str, rules: list[Rule], project: Project | None) -> t
         except Exception as exc:  # noqa: BLE001 - one rule failing must not stop the others
             result.crashes.append(_crash(path, rule, exc))
     if any(f.fix is not None for f in result.findings):
-        try:
-            exact = ctx.exact
-        except RecursionError:
-            exact, deep = False, True
+        exact = _positions_exact(ctx)
+        deep = deep or exact is None
         if not exact:  # positions could not be mapped onto the text: no edit may be trusted
             for finding in result.findings:
                 finding.fix = None
     return result, deep
+
+
+def _positions_exact(ctx: Context) -> bool | None:
+    """Can positions be mapped onto the text as read (None: too deep to tell)?"""
+    try:
+        return ctx.exact
+    except RecursionError:
+        return None
 
 
 def _in_deep_stack(func: Callable[[], T]) -> T:

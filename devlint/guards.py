@@ -121,7 +121,8 @@ class Guards:
             text = string_value(call.args[0].value)
             if text is not None:
                 return self._string_polarity(text, equal=True)
-        if isinstance(func, cst.Attribute) and qn is None and func.attr.value in (devices.CUDA_METHOD, devices.MOVE_METHOD):
+        moves = (devices.CUDA_METHOD, devices.MOVE_METHOD)
+        if isinstance(func, cst.Attribute) and qn is None and func.attr.value in moves:
             return Polarity.NONE  # x.cuda() / x.to(...) in a condition moves a tensor: no check
         if devices.is_guard_text(name) and _PREDICATE.search(name):
             return Polarity.AVAILABLE  # is_gpu_available(), has_cuda(), check_gpu(), use_cuda()
@@ -169,16 +170,10 @@ class Guards:
         world = self._world_size_polarity(left, op, right)
         if world is not None:
             return world
-        for mine in (left, right):
-            texts = _strings(mine)
-            if texts and (equal or unequal):
-                found = {self._string_polarity(t, equal=equal) for t in texts} - {Polarity.NONE}
-                if len(found) == 1:
-                    return found.pop()
-            if isinstance(mine, cst.Call) and self.ctx.qualname(mine.func) == devices.DEVICE_CONSTRUCTOR and mine.args:
-                value = string_value(mine.args[0].value)
-                if value is not None and (equal or unequal):
-                    return self._string_polarity(value, equal=equal)
+        if equal or unequal:
+            literal = self._literal_polarity(left, right, equal)
+            if literal is not None:
+                return literal
         left_pol, right_pol = self.polarity(left), self.polarity(right)
         decided = (Polarity.AVAILABLE, Polarity.UNAVAILABLE)
         if left_pol not in decided and right_pol not in decided:
@@ -194,6 +189,21 @@ class Guards:
         if number is not None:
             return self._count_polarity(known, op, number)
         return known
+
+    def _literal_polarity(self, left: cst.BaseExpression, right: cst.BaseExpression, equal: bool) -> Polarity | None:
+        """A comparison with a device string (``device.type == "cuda"``, ``provider in ("CUDA...",)``) or a
+        ``torch.device("cuda")``."""
+        for mine in (left, right):
+            texts = _strings(mine)
+            if texts:
+                found = {self._string_polarity(t, equal=equal) for t in texts} - {Polarity.NONE}
+                if len(found) == 1:
+                    return found.pop()
+            if isinstance(mine, cst.Call) and self.ctx.qualname(mine.func) == devices.DEVICE_CONSTRUCTOR and mine.args:
+                value = string_value(mine.args[0].value)
+                if value is not None:
+                    return self._string_polarity(value, equal=equal)
+        return None
 
     @staticmethod
     def _more_gpus(left: cst.BaseExpression, op: cst.BaseCompOp, right: cst.BaseExpression) -> Polarity:
@@ -373,7 +383,7 @@ class Guards:
             return any(_catches_device_errors(h) for h in anc.handlers)
         if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child in anc.body:
             first = self._first_guard_index(anc, anc.body)
-            return first is not None and anc.body.index(child) > first  # type: ignore[arg-type]
+            return first is not None and next(i for i, s in enumerate(anc.body) if s is child) > first
         return False
 
 
@@ -449,9 +459,9 @@ class _Flags:
                 if on is not None and devices.is_guard_text(param.name.value):
                     self.defaults.setdefault(param.name.value, on)
             for decorator in func_node.decorators:
-                call = decorator.decorator
-                if isinstance(call, cst.Call) and (dotted_name(call.func) or "").split(".")[-1] == "option":
-                    self._option(call)  # click.option("--gpus", default=1)
+                option = decorator.decorator
+                if isinstance(option, cst.Call) and (dotted_name(option.func) or "").split(".")[-1] == "option":
+                    self._option(option)  # click.option("--gpus", default=1)
 
     def _option(self, call: cst.Call) -> None:
         options = [string_value(a.value) for a in call.args if a.keyword is None]

@@ -153,9 +153,9 @@ class Project:
         full = f"{target}.{rest}" if rest else target
         parts = full.split(".")
         for i in range(len(parts) - 1, 0, -1):
-            path = self.module_file(".".join(parts[:i]), ctx.path)
-            if path is not None:
-                return path, ".".join(parts[i:])
+            file = self.module_file(".".join(parts[:i]), ctx.path)
+            if file is not None:
+                return file, ".".join(parts[i:])
         return None
 
     def definition(self, path: str, symbol: str) -> Definition | None:
@@ -337,6 +337,4 @@ def _leaves_default(call: cst.Call, name: str, index: int | None, bound: bool) -
     if any(a.keyword is not None and a.keyword.value == name for a in call.args):
         return False
     positional = sum(1 for a in call.args if a.keyword is None)
-    if index is not None and positional + (1 if bound else 0) > index:
-        return False
-    return True
+    return index is None or positional + (1 if bound else 0) <= index

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from devlint import devices
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.guards import Polarity, guards
-from devlint.project import callee
 from devlint.lazy import LazyModule
+from devlint.project import callee
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -375,8 +375,8 @@ class Provenance:
             return env
         if isinstance(small, cst.Return) and small.value is not None and self._current is not None:
             value = self._eval(small.value, env, no_grad)
-            func = self._current
-            self.returns[func] = _merge_values(self.returns[func], value) if func in self.returns else value
+            running = self._current
+            self.returns[running] = _merge_values(self.returns[running], value) if running in self.returns else value
             return env
         self._scan(small, env, no_grad)
         return env

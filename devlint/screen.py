@@ -66,8 +66,9 @@ def strings(expr: ast.AST | None) -> Iterator[str]:
             stack.extend((node.body, node.orelse))
         elif isinstance(node, ast.BoolOp):
             stack.extend(node.values)
-        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
-            yield f"{node.values[0].value}{{}}"  # f"cuda:{ids}": its literal head and a placeholder
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant) \
+                and isinstance(node.values[0].value, str):
+            yield node.values[0].value + "{}"  # f"cuda:{ids}": its literal head and a placeholder
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
                 and isinstance(node.left.value, str):
             yield f"{node.left.value}+"  # "cuda:" + ...
@@ -273,10 +274,8 @@ class AstIndex:
         """Does the project function a call names (imported from the project) hold evidence in its body, so
         that what it returns may be a GPU tensor or one that requires grad?"""
         assert self.project is not None
-        for path, symbol in self._project_symbols(root, rest):
-            if self.project.function_evidence(path, symbol):
-                return True
-        return False
+        project = self.project
+        return any(project.function_evidence(path, symbol) for path, symbol in self._project_symbols(root, rest))
 
     def _project_symbols(self, root: str, rest: str) -> list[tuple[str, str]]:
         assert self.project is not None

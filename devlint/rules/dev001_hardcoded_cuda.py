@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Literal
 from devlint import devices
 from devlint.analysis import device_uses, parameter_used_as_device
 from devlint.bindings import device_name_at
-from devlint.project import callee, relies_on_default
 from devlint.context import Context, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
 from devlint.guards import guards
 from devlint.lazy import LazyModule
+from devlint.project import callee, relies_on_default
 from devlint.rules.base import Invalid, Rule, Valid, replace_token
 from devlint.rules.fixes import fallback_expr, needs_parens, paren_call_insert, preferred_quote, quote_at
 from devlint.screen import AstIndex, dotted
@@ -200,12 +200,12 @@ to lint it.
                 isinstance(parent, cst.Arg) and self._sets_default_type(ctx, parent))
             if used:
                 yield self._legacy_finding(ctx, node, ctx.code(node))
-        for node in ctx.nodes(cst.SimpleString):
-            value = string_value(node)
-            arg = ctx.parent(node)
+        for literal in ctx.nodes(cst.SimpleString):
+            value = string_value(literal)
+            arg = ctx.parent(literal)
             if value is not None and devices.is_legacy_cuda_tensor(value) and isinstance(arg, cst.Arg) \
-                    and self._sets_default_type(ctx, arg) and not guard.is_guarded(node):
-                yield self._legacy_finding(ctx, node, value)
+                    and self._sets_default_type(ctx, arg) and not guard.is_guarded(literal):
+                yield self._legacy_finding(ctx, literal, value)
 
     @staticmethod
     def _sets_default_type(ctx: Context, arg: cst.Arg) -> bool:
@@ -352,8 +352,9 @@ def _parameter_for(ctx: Context, call: cst.Call, arg: cst.Arg) -> tuple[Context,
     func: cst.FunctionDef | None = None
     bound = False
     if found is not None and isinstance(found[1], cst.FunctionDef):
-        func_ctx, func = found
-        bound = isinstance(call.func, cst.Attribute) and isinstance(func_ctx.parent(func_ctx.parent(func)), cst.ClassDef)
+        func_ctx, func = found[0], found[1]
+        owner = func_ctx.parent(func_ctx.parent(func))
+        bound = isinstance(call.func, cst.Attribute) and isinstance(owner, cst.ClassDef)
     elif isinstance(call.func, cst.Attribute) and ctx.qualname(call.func) is None:
         name = call.func.attr.value
         methods = [f for f in ctx.nodes(cst.FunctionDef)

@@ -136,7 +136,8 @@ cell, before `import torch`, and restart the kernel after changing it.
                 var=var, value=self._literal_value(node, var), init=ctx.qualname(init.func)))
 
     @staticmethod
-    def _init_before(ctx: Context, node: cst.CSTNode, first_init: dict[cst.CSTNode | None, cst.Call]) -> cst.Call | None:
+    def _init_before(ctx: Context, node: cst.CSTNode,
+                     first_init: dict[cst.CSTNode | None, cst.Call]) -> cst.Call | None:
         """The call that initialised CUDA before ``node`` runs: earlier in the same flow; at the module's top
         level, for a write in a function (functions run after the module's top level, unless called there
         before it); in ``__init__``, for a write in another method of the class (``__init__`` runs first)."""
