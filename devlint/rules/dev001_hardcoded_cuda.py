@@ -55,16 +55,34 @@ variable that is used as a device, passed as `device=`, to `.to(...)` or to `tor
 `argparse` `--device` default, a `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on), and `.cuda()` calls.
 
+Also: the legacy CUDA tensor types (`torch.cuda.FloatTensor(...)`, `Tensor = torch.cuda.FloatTensor`,
+`torch.set_default_tensor_type("torch.cuda.FloatTensor")`), and a `"cuda"` passed to a function or method of
+the project whose parameter it becomes a device in (`model.sample(8, "cuda")`).
+
 Not reported: device-agnostic code — a conditional expression that tests availability
 (`"cuda" if torch.cuda.is_available() else "cpu"`, the cuda/mps/cpu chain), code inside
-`if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":` or after an early exit
-when CUDA is unavailable, guards held in a variable (`use_gpu = torch.cuda.is_available()`), code in
-functions marked as GPU-only (a decorator or name that mentions CUDA/GPU), strings in prints, comparisons
-(`torch.device("cuda") in devices`, `x.device == torch.device("cuda")`) and docs, a parameter default the
-function only compares or hands to a torch query (`def get_autocast_dtype(device="cuda"): return
-torch.get_autocast_dtype(device)`), a `device="cuda"` passed to a function of the same file that only
-compares it, and `device=` keywords of other libraries (DALI's `device="gpu"`). Files that never import
-torch are not checked.
+`if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, in the `else` of
+`if not torch.cuda.is_available():`, or after an early exit when CUDA is unavailable (`sys.exit`, `raise`,
+`parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
+(`init_env(args)` that exits without a GPU), guards held in a variable (`use_gpu = torch.cuda.is_available()`),
+an opt-in flag that is off by default (`--cuda` with `action="store_true"`), a function every call of which
+in the linted tree is guarded, code in functions marked as GPU-only (a decorator or name that mentions
+CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
+torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
+overrides (or that the function only compares or hands to a torch query), and `device=` keywords of other
+libraries (DALI's `device="gpu"`). Files that never import torch are not checked.
+
+What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
+body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant
+(`USE_CUDA = True`) or a `--cuda` flag that defaults to on is a setting, not a check: code under them is
+reported.
+
+CUDA-only by design (not reported): a flow that starts a NCCL process group (`init_process_group("nccl")`,
+`backend="nccl"`) or picks its GPU from a launcher (`torch.cuda.set_device(local_rank)`) — everything after
+it in that function, and the functions only called from there; a class or function that declares itself
+GPU-only by name (`CUDAAccelerator`, `train_gpu`) or decorator; a module that raises at import without CUDA;
+and, in a project whose process group is NCCL, the distributed helpers (those that return unless
+`torch.distributed` is initialised, and functions that run a collective such as `broadcast`).
 '''
     doc_why = '''
 The code runs only where CUDA is present. On a laptop, a Mac (`mps`) or a CPU-only CI runner it crashes
@@ -98,11 +116,12 @@ the point, but it is a change of behaviour. What the fix writes is checked to ru
   rewritten, so comments inside the parentheses stay.
 '''
     doc_known_problems = '''
-Code that is CUDA-only by design (a distributed GPU launcher, CUDA kernels, a project that documents that
-it needs a GPU) is reported like any other: silence it with `# noqa: DEV001`, `per-file-ignores`, or
-`ignore = ["DEV001"]` in `[tool.devlint]`. A guard in another function or module (`check_gpu()` that
-exits without CUDA) is not seen yet. `.cuda()` on an object of a non-torch library that takes the same
-arguments is reported.
+A project that is GPU-only by its README alone cannot be seen as such: turn the rule off for it with one
+line in `pyproject.toml`, `[tool.devlint]` then `ignore = ["DEV001"]` (or `per-file-ignores` for its CUDA
+folders, `# noqa: DEV001` for a line). Guards are followed across the linted tree's functions and modules,
+not into code loaded by path at run time (a config file read with `runpy`), nor through values passed in
+dictionaries (`cuda = kwargs.get("cuda")` with a default of `True` elsewhere). `.cuda()` on an object of a
+non-torch library that takes the same arguments is reported.
 '''
     doc_options = '''
 None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV001` apply as for every rule.

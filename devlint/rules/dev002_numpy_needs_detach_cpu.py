@@ -47,9 +47,16 @@ arithmetic on such values) outside `torch.no_grad()` / `torch.inference_mode()`;
 `device=` that is not literally the CPU; moved with `.cuda()` or `.to(device)`; and values derived from
 those (indexing, arithmetic, tensor methods).
 
+Values are followed across functions and modules of the linted tree: what a function or method returns
+(`out = self.predict(x)`, a helper imported from another module of the project), attributes set in
+`__init__` and used in another method (`self.model = Net().cuda()`), the tensors of a moved module's
+`state_dict()`, and per branch (`out = out.cpu() if use_cuda else out` is on the CPU either way).
+
 Not reported: values already passed through `.detach()` and `.cpu()` (in either order),
-`.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), objects that are not torch
-tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
+`.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), a `.numpy()` inside
+`torch.no_grad()` / `torch.inference_mode()` on a tensor only suspected of grad (torch 2.13 lets it through
+there; only a GPU tensor fails), integer results (`.argmax()`, `.to(torch.uint8)`), objects that are not
+torch tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
 parameters with no evidence: precision beats recall here.
 '''
     doc_why = '''
@@ -76,8 +83,8 @@ torch tensor (made by torch, an output of a torch module or a transformers PyTor
 is not proven a torch tensor comes without a fix.
 '''
     doc_known_problems = '''
-Evidence is followed within a function (and from the module's top level into it), not across calls: a
-tensor returned by a helper, or passed in as a parameter, is of unknown provenance and not reported. A
+A tensor passed in as a parameter is of unknown provenance and not reported (callers are not followed into
+callees), nor one that only its caller's inputs put on a GPU. A
 `.numpy()` guarded by a runtime check of `requires_grad` / `is_cuda` is reported when the evidence says it
 may need `.detach()` / `.cpu()`.
 '''

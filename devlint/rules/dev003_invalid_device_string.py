@@ -194,6 +194,10 @@ privateuseone`, case-sensitive, then optionally `:` and a non-negative decimal i
 space or leading zero. A property test keeps devlint's copy in agreement with the installed
 `torch.device`.
 
+Also device strings built from parts that make them invalid: `f"cuda:{gpu_ids}"` with `gpu_ids` a list or
+tuple, `"cuda:" + ",".join(...)` (several ids make one string torch rejects), and a misspelt default that
+reaches torch (`def run(x, device="gpu"): return x.to(device)`).
+
 `device=` keywords of other libraries are skipped (DALI's `device="gpu"`). A string passed straight to
 `torch.device(...)`, `.to(...)` or a torch function's `device=` is checked whatever it says; a string
 that reaches a device position through a variable, a `device` parameter default or a `"device"` key, or

@@ -45,7 +45,9 @@ class CudaEnvAfterInit(Rule):
     doc_what = '''
 Finds writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`,
 `os.environ.update(...)`, `os.environ.setdefault(...)`, `os.putenv(...)` — that come after a call that
-initialises CUDA in the same flow (the module's top level in order, or the same function body in order):
+initialises CUDA before it runs: earlier in the same flow (the module's top level, or the same function
+body), at the module's top level for a write in a function (functions run after it), or in `__init__` for a
+write in another method of the class:
 `torch.cuda.device_count()`, `torch.cuda.is_available()`, `torch.cuda.init()`, `torch.cuda.set_device()`
 and other `torch.cuda` queries, `.cuda()`, or creating a CUDA tensor.
 
