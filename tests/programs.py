@@ -1,9 +1,16 @@
 """Generated programs full of device code: the statements and scopes devlint's rules and pre-filter tell
-apart (imports and aliases, module level, functions, methods, guards, no_grad, loops, lambdas)."""
+apart (imports and aliases, module level, functions, methods, guards, no_grad, loops, lambdas); and the
+fixer's basic contract, checked on any program (check_fixer)."""
 
 from __future__ import annotations
 
+import functools
 import random
+
+import libcst as cst
+
+from devlint.engine import fix_text, lint_text
+from devlint.rules import all_rules, select_rules
 
 IMPORTS = ["import torch", "import torch as T", "from torch import nn", "import torch.nn as nn",
            "from torch import device as Device", "import os", "import os as osm", "import numpy as np",
@@ -54,3 +61,24 @@ def generated_program(rng: random.Random) -> str:
         else:
             lines.append(rng.choice(SIMPLE))
     return "\n".join(lines) + "\n"
+
+
+@functools.lru_cache(maxsize=None)
+def _all_rules() -> list:
+    return select_rules(set(all_rules()))
+
+
+def check_fixer(text: str, path: str = "<generated>") -> bool:
+    """Never crashes; fixed output parses; a second fix changes nothing; no findings -> no change. Returns
+    whether the fixer changed the text."""
+    rules = _all_rules()
+    lint = lint_text(text, path, rules)
+    assert not lint.crashes, lint.crashes
+    fixed = fix_text(text, path, rules, unsafe=True)
+    assert not fixed.remaining.crashes
+    if fixed.text != text:
+        cst.parse_module(fixed.text)
+        assert fix_text(fixed.text, path, rules, unsafe=True).text == fixed.text
+    if not any(f.fix for f in lint.findings):
+        assert fixed.text == text
+    return fixed.text != text

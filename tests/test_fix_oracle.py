@@ -3,14 +3,8 @@ generated programs with device code spliced in; and proof that the oracle can fa
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -18,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from devlint import oracle
-from devlint.engine import FixResult, LintResult, fix_text
+from devlint.engine import FixResult, LintResult
 from devlint.rules import all_rules, select_rules
 from fixturelib import FIXTURES, fixture_inputs
-from programs import generated_program
+from programs import check_fixer, generated_program
 
 RULES = select_rules(set(all_rules()))
 INPUTS = fixture_inputs() + sorted((FIXTURES / "demo").glob("*.py"))
@@ -50,54 +44,6 @@ DEVICE_ERRORS = re.compile(
     r"|Attempting to deserialize object on a CUDA device"
 )
 
-# One process imports torch once and forks a child per run (a fresh interpreter per script costs seconds
-# of `import torch` each): the child chdirs, sends stdout/stderr to files, runs the script as __main__.
-_RUNNER = textwrap.dedent(r'''
-    import json, os, runpy, signal, sys, time, traceback
-    import torch  # noqa: F401 - preloaded for every child
-    jobs = json.load(open(sys.argv[1]))
-    results = []
-    for job in jobs:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.chdir(job["cwd"])
-                out = os.open(job["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-                err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-                os.dup2(out, 1)
-                os.dup2(err, 2)
-                sys.argv = [job["script"]]
-                sys.path[0] = os.path.dirname(job["script"])
-                code = 0
-                try:
-                    runpy.run_path(job["script"], run_name="__main__")
-                except SystemExit as exc:
-                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-                    if not isinstance(exc.code, (int, type(None))):
-                        print(exc.code, file=sys.stderr)
-                except BaseException:
-                    traceback.print_exc()
-                    code = 1
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(locals().get("code", 1))
-        deadline = time.time() + job["timeout"]
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                rc = os.waitstatus_to_exitcode(status)
-                break
-            if time.time() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                rc = "timeout"
-                break
-            time.sleep(0.01)
-        results.append(rc)
-    print(json.dumps(results))
-''')
-
 
 def _last_error(stderr: str) -> str:
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
@@ -112,58 +58,16 @@ def _error_line(stderr: str, script: str) -> int | None:
     return int(lines[-1]) if lines else None
 
 
-def _run_all(base: Path) -> dict:
-    """Each fixture input run before and after `fix_text(unsafe=True)`, on CPU, in one preloaded torch."""
-    jobs, meta = [], {}
-    for src, name in zip(INPUTS, IDS):
-        text = src.read_text()
-        fixed = fix_text(text, str(src), RULES, unsafe=True)
-        for stage, content in (("before", text), ("after", fixed.text)):
-            cwd = base / name.replace("/", "_") / stage
-            cwd.mkdir(parents=True, exist_ok=True)
-            script = cwd / src.name
-            script.write_text(content)
-            jobs.append({"script": str(script), "cwd": str(cwd), "stdout": str(cwd / "stdout.txt"),
-                         "stderr": str(cwd / "stderr.txt"), "timeout": 60})
-        meta[name] = ([f.start.row for f in fixed.remaining.findings], len(jobs) - 2)
-    listing = base / "jobs.json"
-    listing.write_text(json.dumps(jobs))
-    proc = subprocess.run([sys.executable, "-c", _RUNNER, str(listing)], capture_output=True, text=True,
-                          timeout=60 * len(jobs) + 120)
-    assert proc.returncode == 0, proc.stderr
-    codes = json.loads(proc.stdout.strip().splitlines()[-1])
-    out = {}
-    for name, (left, i) in meta.items():
-        before, after = ({"rc": codes[k], "stderr": Path(jobs[k]["stderr"]).read_text(errors="replace"),
-                          "script": jobs[k]["script"]} for k in (i, i + 1))
-        out[name] = {"left": left, "before": before, "after": after}
-    return out
-
-
-@pytest.fixture(scope="session")
-def runs(tmp_path_factory):
-    """The runs, done once per test session: under xdist the first worker runs them, the others wait for
-    its results (a lock and a JSON file in the directory the workers share)."""
-    torch = pytest.importorskip("torch")
-    if torch.cuda.is_available():
-        pytest.skip("the device errors these scripts raise need a machine without CUDA")
-    import fcntl
-
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "devlint-oracle-runs"
-    shared.mkdir(exist_ok=True)
-    results = shared / "results.json"
-    with open(shared / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not results.exists():
-            results.write_text(json.dumps(_run_all(shared)))
-    return json.loads(results.read_text())
-
-
 @pytest.mark.slow
+@pytest.mark.xdist_group("fixture-runs")  # one worker runs them all (conftest.fixture_runs)
 @pytest.mark.parametrize("name", IDS)
-def test_fixture_runs_after_fix(runs, name):
-    before, after, left = runs[name]["before"], runs[name]["after"], set(runs[name]["left"])
+def test_fixture_runs_after_fix(fixture_runs, name):
+    """Each fixture input run on the CPU as written and after `fix_text(unsafe=True)` (conftest.fixture_runs:
+    one process imports torch once and forks a child per run)."""
+    if pytest.importorskip("torch").cuda.is_available():
+        pytest.skip("the device errors these scripts raise need a machine without CUDA")
+    run = fixture_runs[name]
+    before, after, left = run["before"], run["after"], set(run["left"])
     before_error = _last_error(before["stderr"]) if before["rc"] != 0 else ""
     after_error = _last_error(after["stderr"]) if after["rc"] != 0 else ""
     if before["rc"] == "timeout":
@@ -273,14 +177,21 @@ def test_splice_makes_device_programs():
 hypothesmith = pytest.importorskip("hypothesmith")
 
 
+# 40 modules: the oracle on device programs is also checked on test_oracle_on_generated_device_programs' 150 and
+# on every fixture; with test_robustness.py's 20, check_fixer sees 60 generated modules, as before.
+@pytest.mark.slow  # generated modules (hypothesmith)
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hypothesmith.from_node(), st.randoms(use_true_random=False))
 def test_oracle_on_hypothesmith_programs(source, rng):
+    """Each generated module as it is (the fixer's contract, as tests/test_robustness.py checks it), then with
+    device code spliced in (the oracle). check_fixer: tests/programs.py."""
+    check_fixer("import torch\n" + source)
     text = splice(source, rng)
     assert_ok(oracle.run(text, "<generated>", RULES), text)
 
 
+@pytest.mark.slow  # a corpus of 150 generated programs
 def test_oracle_on_generated_device_programs():
     rng = random.Random(7)
     changed = 0

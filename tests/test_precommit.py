@@ -1,4 +1,8 @@
-"""The pre-commit hook, run for real with `pre-commit try-repo` in a scratch git repository."""
+"""The pre-commit hook, run for real with `pre-commit run` in a scratch git repository whose
+`.pre-commit-config.yaml` names this checkout (committed to a scratch repository) at its commit, as a user's
+config names devlint's repository at a tag. pre-commit installs the hook's environment (a virtualenv,
+`pip install .`) once into the module's PRE_COMMIT_HOME and every run here reuses it; `pre-commit try-repo`
+would build a fresh one per call."""
 
 from __future__ import annotations
 
@@ -11,22 +15,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+# slow: runs pip and pre-commit; one xdist group: the tests share the hook repository and its environment
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pre-commit")]
 
 
 def _git(cwd, *args):
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"})
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"})
 
 
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory):
-    """This checkout's working tree as a committed git repository (try-repo reads committed files)."""
+    """This checkout's working tree as a committed git repository (pre-commit clones committed files)."""
     dst = tmp_path_factory.mktemp("hook-repo") / "devlint"
     shutil.copytree(ROOT, dst, ignore=shutil.ignore_patterns(
         ".git", ".venv", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "build", "dist",
-        ".devlint_cache",
+        ".devlint_cache", ".ci-venv*", ".mypy_cache", ".ruff_cache",
     ))
     _git(dst, "init", "-q")
     _git(dst, "add", ".")
@@ -35,42 +40,53 @@ def hook_repo(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def config(hook_repo):
+    rev = _git(hook_repo, "rev-parse", "HEAD").stdout.strip()
+    return f"repos:\n-   repo: {hook_repo}\n    rev: {rev}\n    hooks:\n    -   id: devlint\n"
+
+
+@pytest.fixture(scope="module")
 def home(tmp_path_factory):
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
-def _pre_commit(hook_repo, cwd, home, *args):
-    exe = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
-    env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
-    return subprocess.run([exe, "try-repo", str(hook_repo), "devlint", *args], cwd=cwd, capture_output=True,
-                          text=True, env=env, timeout=600)
-
-
-def test_hook_reports_findings_and_passes_on_clean_files(tmp_path, home, hook_repo):
+@pytest.fixture
+def repo(tmp_path, config):
+    """A scratch repository with the config staged (pre-commit refuses to run on an unstaged config)."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q")
+    (repo / ".pre-commit-config.yaml").write_text(config)
+    _git(repo, "add", ".pre-commit-config.yaml")
+    return repo
+
+
+def _pre_commit(cwd, home, *args):
+    exe = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home)}
+    return subprocess.run([exe, "run", "devlint", *args], cwd=cwd, capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+def test_hook_reports_findings_and_passes_on_clean_files(repo, home):
     (repo / "train.py").write_text('import torch\nx = torch.zeros(2).cuda()\n')
     (repo / "notes.md").write_text("device = 'cuda'\n")
     _git(repo, "add", ".")
-    result = _pre_commit(hook_repo, repo, home, "--all-files")
+    result = _pre_commit(repo, home, "--all-files")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "train.py:2:5: DEV001 .cuda() crashes without a GPU" in result.stdout
     assert "notes.md" not in result.stdout
 
     (repo / "train.py").write_text('import torch\nx = torch.zeros(2)\n')
     _git(repo, "add", ".")
-    result = _pre_commit(hook_repo, repo, home, "--all-files")
+    result = _pre_commit(repo, home, "--all-files")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Passed" in result.stdout
 
 
-def test_hook_with_no_python_files_staged(tmp_path, home, hook_repo):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
+def test_hook_with_no_python_files_staged(repo, home):
     (repo / "README.md").write_text("hello\n")
     _git(repo, "add", ".")
-    result = _pre_commit(hook_repo, repo, home)  # only staged files: none of them Python
+    result = _pre_commit(repo, home)  # only staged files: none of them Python
     assert result.returncode == 0, result.stdout + result.stderr
     assert "(no files to check)Skipped" in result.stdout

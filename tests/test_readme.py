@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from devlint.cli import main
@@ -31,8 +32,8 @@ def test_demo_output_in_readme_is_real(monkeypatch):
     assert result.output == block
 
 
-def test_verify_output_in_readme_is_real(monkeypatch):
-    pytest = __import__("pytest")
+@pytest.mark.slow  # runs the probes in fresh interpreters that import torch
+def test_verify_output_in_readme_is_real(monkeypatch, targets_detected_once):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("the README shows a CPU-only machine")

@@ -162,7 +162,7 @@ def test_prefilter_triggers_cover_every_fixture_finding(tree, tmp_path):
         if f.code in rules:
             data = Path(f.path).read_bytes()
             assert rules[f.code].triggers.search(data), (f.path, f.code)
-            assert f.code in {r.code for r in applicable(data, select_rules({f.code}), project)}, (f.path, f.code)
+            assert f.code in {r.code for r in applicable(data, select_rules({f.code}), project, f.path)}, (f.path, f.code)
             checked += 1
     assert checked > 100
 

@@ -1,4 +1,7 @@
-"""`devlint verify`: findings proven by running them (CPU here; the CUDA path is marked `cuda`)."""
+"""`devlint verify`: findings proven by running them (CPU here; the CUDA path is marked `cuda`).
+
+Every test here that runs probes or scripts starts fresh interpreters that import torch: they are marked
+`slow`. The CLI runs ask for the machine's targets once per session (conftest.targets_detected_once)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from devlint.cli import main
-from devlint.verify import Target, detect_targets, run_probes
+from devlint.verify import Target, run_probes
 from fixturelib import BLOCK_TORCH
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,11 +33,19 @@ def verify_json(*args):
 
 
 @pytest.fixture(scope="module")
-def verdicts():
-    return verify_json(str(FIX / "DEV001" / "aliases.py"), str(FIX / "DEV002" / "numpy_bad.py"),
-                       str(FIX / "DEV003" / "invalid.py"), str(FIX / "DEV004" / "late_env.py"))
+def verdicts(verify_targets):
+    with pytest.MonkeyPatch.context() as mp:  # as conftest.targets_detected_once, for the module
+        mp.setattr("devlint.verify.detect_targets", lambda timeout=120: list(verify_targets))
+        return verify_json(str(FIX / "DEV001" / "aliases.py"), str(FIX / "DEV002" / "numpy_bad.py"),
+                           str(FIX / "DEV003" / "invalid.py"), str(FIX / "DEV004" / "late_env.py"))
 
 
+def reads_verdicts(test):
+    """The tests of `verdicts`: slow, and one xdist group, so that the module fixture runs once."""
+    return pytest.mark.slow(pytest.mark.xdist_group("verify-verdicts")(test))
+
+
+@reads_verdicts
 def test_every_finding_gets_a_verdict_per_target(verdicts):
     targets = {"cpu", "no-gpu"} | ({"cuda"} if HAS_CUDA else set())
     assert len(verdicts) == 30
@@ -43,6 +54,7 @@ def test_every_finding_gets_a_verdict_per_target(verdicts):
         assert all(o["verdict"] in ("confirmed", "not reproduced", "inconclusive") for o in d["targets"].values())
 
 
+@reads_verdicts
 def test_dev001_confirmed_without_cuda_and_fix_runs_clean(verdicts):
     d = verdicts[("aliases.py", 7, "DEV001")]  # layer.to("cuda")
     assert d["targets"]["no-gpu"]["verdict"] == "confirmed"
@@ -53,6 +65,7 @@ def test_dev001_confirmed_without_cuda_and_fix_runs_clean(verdicts):
     assert {o["verdict"] for o in d["fixed"].values()} == {"clean"}
 
 
+@reads_verdicts
 def test_dev002_grad_confirmed_with_torchs_text(verdicts):
     d = verdicts[("numpy_bad.py", 7, "DEV002")]
     for target in ("cpu", "no-gpu"):
@@ -63,11 +76,13 @@ def test_dev002_grad_confirmed_with_torchs_text(verdicts):
     assert {o["verdict"] for o in d["fixed"].values()} == {"clean"}
 
 
+@reads_verdicts
 def test_dev002_gpu_only_needs_a_gpu(verdicts):
     d = verdicts[("numpy_bad.py", 20, "DEV002")]  # g = torch.zeros(3, device=device); g.numpy()
     assert d["targets"]["no-gpu"] == {"verdict": "inconclusive", "detail": "needs a GPU to put the tensor on"}
 
 
+@reads_verdicts
 def test_dev003_confirmed_everywhere_and_fixes_checked(verdicts):
     multi = verdicts[("invalid.py", 4, "DEV003")]
     assert multi["targets"]["cpu"] == {"verdict": "confirmed", "detail": "RuntimeError: Invalid device string: 'cuda:1,2'"}
@@ -78,13 +93,15 @@ def test_dev003_confirmed_everywhere_and_fixes_checked(verdicts):
     assert {o["verdict"] for o in upper["fixed"].values()} == {"clean"}
 
 
+@reads_verdicts
 def test_dev004_inconclusive_without_cuda(verdicts):
     d = verdicts[("late_env.py", 6, "DEV004")]
     assert d["targets"]["no-gpu"] == {
         "verdict": "inconclusive", "detail": "needs a CUDA GPU: without one the effect cannot be observed"}
 
 
-def test_text_table(tmp_path):
+@pytest.mark.slow
+def test_text_table(tmp_path, targets_detected_once):
     result = CliRunner().invoke(main, ["verify", str(FIX / "DEV003" / "invalid.py")])
     assert result.exit_code == 1
     lines = result.output.splitlines()
@@ -96,7 +113,8 @@ def test_text_table(tmp_path):
                          "0 inconclusive on some target.")
 
 
-def test_rules_matrix():
+@pytest.mark.slow
+def test_rules_matrix(targets_detected_once):
     result = CliRunner().invoke(main, ["verify", "--rules", "--output-format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
@@ -112,7 +130,8 @@ def test_rules_matrix():
         assert dev004["targets"]["cpu"]["verdict"] == "inconclusive"
 
 
-def test_run_turns_a_crashing_colab_script_into_a_clean_run():
+@pytest.mark.slow
+def test_run_turns_a_crashing_colab_script_into_a_clean_run(targets_detected_once):
     script = FIX / "scripts" / "colab_regression.py"
     result = CliRunner().invoke(main, ["verify", "--run", str(script), "--output-format", "json", "--timeout", "240"])
     assert result.exit_code == 0, result.output
@@ -125,17 +144,24 @@ def test_run_turns_a_crashing_colab_script_into_a_clean_run():
     assert script.read_text() == (FIX / "scripts" / "colab_regression.py").read_text()  # the original is untouched
 
 
-def test_run_text_output_and_timeout(tmp_path):
+@pytest.mark.slow
+def test_run_text_output_and_timeout(tmp_path, verify_targets, monkeypatch):
+    # on the no-gpu target alone: every target waits the timeout out, and --run on each target of the machine
+    # is test_run_turns_a_crashing_colab_script_into_a_clean_run's
+    no_gpu = [t for t in verify_targets if t.name == "no-gpu"]
+    monkeypatch.setattr("devlint.verify.detect_targets", lambda timeout=120: list(no_gpu))
     hang = tmp_path / "hang.py"
-    # crashes at once without CUDA; once fixed it runs on into the sleep and is stopped by the timeout
+    # crashes at once without CUDA; once fixed it runs on into the sleep and is stopped by the timeout (10 s
+    # leaves the crashing run, `import torch` and all, several times what it needs)
     hang.write_text("import time\nimport torch\nx = torch.zeros(1).cuda()\ntime.sleep(300)\n")
-    result = CliRunner().invoke(main, ["verify", "--run", str(hang), "--timeout", "15"])
+    result = CliRunner().invoke(main, ["verify", "--run", str(hang), "--timeout", "10"])
     assert result.exit_code == 1
     line = next(l for l in result.output.splitlines() if " on no-gpu:" in l)
     assert any(f"before: crashed (exit 1: {error})" in line for error in NO_CUDA_ERRORS)
-    assert "after 1 fixes: did not finish (timed out after 15 s)" in line
+    assert "after 1 fixes: did not finish (timed out after 10 s)" in line
 
 
+@pytest.mark.slow
 def test_a_hanging_probe_is_stopped():
     results = run_probes([("slow", "import time\ntime.sleep(30)"), ("fast", "RESULT = 1 + 1")],
                          Target("cpu", None), timeout=2)
@@ -144,8 +170,9 @@ def test_a_hanging_probe_is_stopped():
     assert results["fast"] == {"key": "fast", "status": "ok", "detail": "", "result": 2}
 
 
-def test_targets_always_include_cpu_and_no_gpu():
-    names = [t.name for t in detect_targets()]
+@pytest.mark.slow
+def test_targets_always_include_cpu_and_no_gpu(verify_targets):
+    names = [t.name for t in verify_targets]  # detect_targets(), run once per session by the fixture
     assert names[0] == "cpu" and names[-1] == "no-gpu"
     assert ("cuda" in names) == HAS_CUDA
 
@@ -166,7 +193,8 @@ def rows_of(rows, code):
 
 
 @pytest.mark.cuda
-def test_cuda_path(tmp_path):
+@pytest.mark.slow
+def test_cuda_path(tmp_path, targets_detected_once):
     """On a CUDA machine: DEV004 confirmed, DEV002 GPU tensor confirmed, DEV001 not reproduced on cuda."""
     d = verify_json(str(FIX / "DEV004" / "late_env.py"), str(FIX / "DEV002" / "numpy_bad.py"),
                     str(FIX / "DEV001" / "aliases.py"))
