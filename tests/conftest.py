@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -68,7 +69,7 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadGroupScheduling
 
     class GroupsFromFiles(LoadGroupScheduling):
-        groups: dict[str, str] = {}
+        groups: ClassVar[dict[str, str]] = {}
 
         def schedule(self):  # every worker has collected (and written its groups) by now
             self.groups = {}
@@ -198,9 +199,10 @@ def runnable_inputs() -> list[Path]:
 def _run_all(base: Path, prefix: str = "") -> dict:
     """Each fixture input (under ``prefix``) run before and after `fix_text(unsafe=True)` in one preloaded
     torch."""
+    from fixturelib import FIXTURES
+
     from devlint.engine import fix_text
     from devlint.rules import all_rules, select_rules
-    from fixturelib import FIXTURES
 
     rules = select_rules(set(all_rules()))
     jobs, meta = [], {}

@@ -63,7 +63,7 @@ def generated_program(rng: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _all_rules() -> list:
     return select_rules(set(all_rules()))
 

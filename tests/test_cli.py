@@ -81,10 +81,10 @@ def test_quiet_and_exit_zero(runner, project):
 
 
 def test_select_ignore_extend_select(runner, project):
-    assert [l.split()[1] for l in invoke(runner, "-q", "--select", "DEV002", "pkg").output.splitlines()] == ["DEV002"]
-    assert [l.split()[1] for l in invoke(runner, "-q", "--ignore", "DEV001,DEV003", "pkg").output.splitlines()] == ["DEV002"]
-    assert [l.split()[1] for l in invoke(runner, "-q", "--select", "DEV00", "--ignore", "DEV002", "pkg").output.splitlines()] == ["DEV001", "DEV003"]
-    assert [l.split()[1] for l in invoke(runner, "-q", "--select", "DEV001", "--extend-select", "DEV003", "pkg").output.splitlines()] == ["DEV001", "DEV003"]
+    assert [line.split()[1] for line in invoke(runner, "-q", "--select", "DEV002", "pkg").output.splitlines()] == ["DEV002"]
+    assert [line.split()[1] for line in invoke(runner, "-q", "--ignore", "DEV001,DEV003", "pkg").output.splitlines()] == ["DEV002"]
+    assert [line.split()[1] for line in invoke(runner, "-q", "--select", "DEV00", "--ignore", "DEV002", "pkg").output.splitlines()] == ["DEV001", "DEV003"]
+    assert [line.split()[1] for line in invoke(runner, "-q", "--select", "DEV001", "--extend-select", "DEV003", "pkg").output.splitlines()] == ["DEV001", "DEV003"]
     bad = invoke(runner, "--select", "XYZ1", "pkg")
     assert bad.exit_code == 2
     assert "unknown rule code or prefix 'XYZ1'" in bad.output
@@ -94,7 +94,7 @@ def test_noqa(runner, project):
     (project / "pkg" / "bad.py").write_text(BUGGY.replace('device = "cuda"', 'device = "cuda"  # noqa: DEV001')
                                             .replace("print(x.numpy())", "print(x.numpy())  # noqa"))
     result = invoke(runner, "-q", "pkg")
-    assert [l.split()[1] for l in result.output.splitlines()] == ["DEV003"]
+    assert [line.split()[1] for line in result.output.splitlines()] == ["DEV003"]
     (project / "pkg" / "bad.py").write_text(BUGGY.replace('device = "cuda"', 'device = "cuda"  # noqa: DEV002'))
     assert "DEV001" in invoke(runner, "-q", "pkg").output  # a noqa for another code does not suppress
 
@@ -158,7 +158,7 @@ def test_fix_applies_safe_fixes_only(runner, project):
     assert result.exit_code == 1  # DEV001 remains: its fix is unsafe
     assert (project / "pkg" / "bad.py").read_text() == BUGGY.replace("x.numpy()", "x.detach().numpy()").replace('"CUDA"', '"cuda"')
     # "CUDA" -> "cuda" is now a valid, hard-coded device: a second DEV001
-    assert [l.split()[1] for l in result.output.splitlines()[:2]] == ["DEV001", "DEV001"]
+    assert [line.split()[1] for line in result.output.splitlines()[:2]] == ["DEV001", "DEV001"]
     assert "Found 4 errors (2 fixed, 2 remaining)." in result.output
 
 
@@ -211,7 +211,7 @@ def test_fix_keeps_mode_crlf_and_bom(runner, project):
 def test_rules_listing_and_version(runner):
     result = invoke(runner, "rules")
     assert result.exit_code == 0
-    assert [l.split()[0] for l in result.output.splitlines()] == list(all_rules())
+    assert [line.split()[0] for line in result.output.splitlines()] == list(all_rules())
     assert "hard-coded-cuda" in result.output
     assert invoke(runner, "--version").output == f"devlint {__version__}\n"
 
@@ -229,10 +229,10 @@ def test_pyproject_config_is_found_walking_up(runner, project):
         per-file-ignores = { "pkg/bad.py" = ["DEV002"] }
     '''))
     result = invoke(runner, "-q", "pkg")
-    assert [l.split()[1] for l in result.output.splitlines()] == ["DEV001"]
+    assert [line.split()[1] for line in result.output.splitlines()] == ["DEV001"]
     os.chdir(project / "pkg")
     result = invoke(runner, "-q", "bad.py")
-    assert [l.split()[1] for l in result.output.splitlines()] == ["DEV001"]
+    assert [line.split()[1] for line in result.output.splitlines()] == ["DEV001"]
 
 
 def test_config_select_and_exclude(runner, project):
@@ -264,7 +264,7 @@ def test_explicit_config_file(runner, project, tmp_path):
     cfg.write_text('[tool.devlint]\nselect = ["DEV003"]\n')
     cfg.rename(project / "pyproject.toml")
     result = invoke(runner, "-q", "--config", str(project / "pyproject.toml"), "pkg")
-    assert [l.split()[1] for l in result.output.splitlines()] == ["DEV003"]
+    assert [line.split()[1] for line in result.output.splitlines()] == ["DEV003"]
     missing = invoke(runner, "--config", str(project / "nope.toml"), "pkg")
     assert missing.exit_code == 2 and "cannot read config" in missing.output
 
@@ -276,7 +276,7 @@ def test_gitignore_and_default_excludes(runner, project):
         (project / rel).parent.mkdir(parents=True, exist_ok=True)
         (project / rel).write_text(BUGGY)
     result = invoke(runner, "-q", ".")
-    files = {l.split(":")[0] for l in result.output.splitlines()}
+    files = {line.split(":")[0] for line in result.output.splitlines()}
     assert files == {os.path.join("pkg", "bad.py")}
     # a file named on the command line is linted even when ignored
     assert "DEV001" in invoke(runner, "-q", "pkg/x_gen.py").output

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+from fixturelib import (
+    FIXTURES,
+    expected_path,
+    findings_lines,
+    fixed_path,
+    fixed_text,
+    fixture_inputs,
+    project_of,
+    safe_path,
+)
 
 from devlint.engine import fix_text
 from devlint.rules import all_rules, select_rules
-from fixturelib import FIXTURES, expected_path, findings_lines, fixed_path, fixed_text, fixture_inputs, project_of, safe_path
 
 INPUTS = fixture_inputs()
 IDS = [str(p.relative_to(FIXTURES)) for p in INPUTS]
@@ -45,11 +54,8 @@ def test_fixed_output(src):
 @pytest.mark.parametrize("src", INPUTS, ids=IDS)
 def test_safe_fixes_only(src):
     original = src.read_text()
-    if safe_path(src).exists():
-        want = safe_path(src).read_text()
-    else:
-        # safe fixes alone give either the original text or the full fixed text
-        want = None
+    # without a .safe.py, safe fixes alone give either the original text or the full fixed text
+    want = safe_path(src).read_text() if safe_path(src).exists() else None
     got = fixed_text(src, unsafe=False)
     if want is not None:
         assert got == want

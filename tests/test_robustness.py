@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
+from programs import check_fixer, generated_program
 
 from devlint.cli import main
 from devlint.source import decode
-from programs import check_fixer, generated_program
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -28,7 +28,7 @@ def test_page_matches_devlint_rule(code):
     # one template, ruff's sections, in order, none empty
     headings = [line[3:] for line in result.output.splitlines() if line.startswith("## ")]
     assert headings == list(PAGE_SECTIONS)
-    for title, body in zip(PAGE_SECTIONS, result.output.split("\n## ")[1:]):
+    for title, body in zip(PAGE_SECTIONS, result.output.split("\n## ")[1:], strict=True):
         assert body.split("\n", 1)[1].strip(), f"{code}: empty section {title}"
 
 

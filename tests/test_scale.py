@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from programs import IMPORTS, SIMPLE, generated_program
 
 from devlint.cache import Cache
 from devlint.cli import main
@@ -20,7 +21,6 @@ from devlint.engine import lint_text
 from devlint.project import Project
 from devlint.rules import all_rules, select_rules
 from devlint.runner import Options, applicable, run
-from programs import IMPORTS, SIMPLE, generated_program
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,7 @@ def test_cache_is_never_stale(tmp_path, monkeypatch):
     # an edit
     src.write_text("import torch\nx = torch.zeros(1)\nw = torch.ones(1, requires_grad=True)\nw.numpy()\n")
     second = runner.invoke(main, ["-q", "train.py"])
-    assert [l.split()[1] for l in second.output.splitlines()] == ["DEV002"]
+    assert [line.split()[1] for line in second.output.splitlines()] == ["DEV002"]
     # a config change
     (tmp_path / "pyproject.toml").write_text('[tool.devlint]\nignore = ["DEV002"]\n')
     assert runner.invoke(main, ["-q", "train.py"]).output == ""

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fixturelib import FIXTURES
 
 torch = pytest.importorskip("torch")

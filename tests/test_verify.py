@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixturelib import BLOCK_TORCH
 
 from devlint.cli import main
 from devlint.verify import Target, run_probes
-from fixturelib import BLOCK_TORCH
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures"
@@ -156,7 +156,7 @@ def test_run_text_output_and_timeout(tmp_path, verify_targets, monkeypatch):
     hang.write_text("import time\nimport torch\nx = torch.zeros(1).cuda()\ntime.sleep(300)\n")
     result = CliRunner().invoke(main, ["verify", "--run", str(hang), "--timeout", "10"])
     assert result.exit_code == 1
-    line = next(l for l in result.output.splitlines() if " on no-gpu:" in l)
+    line = next(line for line in result.output.splitlines() if " on no-gpu:" in line)
     assert any(f"before: crashed (exit 1: {error})" in line for error in NO_CUDA_ERRORS)
     assert "after 1 fixes: did not finish (timed out after 10 s)" in line
 
