@@ -194,11 +194,12 @@ class Project:
             self._nccl = any(pattern.search(self.read(p) or b"") for p in self.paths)
         return self._nccl
 
-    def calls_named(self, name: str, also: str | None = None) -> list[tuple[Context, cst.Call]] | None:
+    def calls_named(self, name: str, also: str | None = None,
+                    home: str | None = None) -> list[tuple[Context, cst.Call]] | None:
         """Every call of something named ``name`` (``name(...)``, ``x.name(...)``) in the run's files (with
-        ``also``: only in the files that mention it too, e.g. a method's class), or None when too many files
-        call it to look at them all."""
-        key = f"{name}/{also}"
+        ``also``: only in the files that mention it too (a method's class, a function's module) and in
+        ``home``, its own file), or None when too many files call it to look at them all."""
+        key = f"{name}/{also}/{home}"
         if key not in self._callers:
             word = name.encode()
             pattern = re.compile(rb"\b" + re.escape(word) + rb"\s*\(")
@@ -207,7 +208,7 @@ class Project:
             for p in self.paths:
                 data = self.read(p) or b""
                 # bytes.find first (memmem): a regex over every file for every name costs seconds
-                if word in data and (other is None or other in data) and pattern.search(data):
+                if word in data and (other is None or other in data or p == home) and pattern.search(data):
                     files.append(p)
             if len(files) > self.MAX_CALLER_FILES:
                 self._callers[key] = None
@@ -278,7 +279,12 @@ def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.C
         target, cls = cls, None
     name = target.name.value
     project = ctx.project
-    candidates = project.calls_named(name, cls.name.value if cls is not None else None) if project is not None \
+    home = os.path.abspath(ctx.path)
+    # a caller elsewhere names the method's class, or imports the function from its module (by its name)
+    also = cls.name.value if cls is not None else os.path.splitext(os.path.basename(home))[0]
+    if also == "__init__":
+        also = os.path.basename(os.path.dirname(home))
+    candidates = project.calls_named(name, also, home) if project is not None \
         else [(ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").split(".")[-1] == name]
     if candidates is None:
         return None
