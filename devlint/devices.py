@@ -297,6 +297,10 @@ DEVICE_STRING_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeErro
 PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
 NCCL = "nccl"
 CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device"})
+# Libraries that need an NVIDIA GPU: a module importing one is CUDA-only by design.
+CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn"})
+# What an out-of-memory fallback does or says (an except handler that ran because CUDA ran out of memory).
+OOM_HINTS = ("out of memory", "oom", "empty_cache", "OutOfMemoryError")
 # In a NCCL project, "is torch.distributed running?" is a CUDA check (all_gather, reduce_dict helpers).
 DISTRIBUTED_PREDICATES = frozenset({"is_initialized", "is_dist_avail_and_initialized", "is_distributed",
                                     "is_dist_initialized", "is_dist_available_and_initialized"})

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from devlint import devices
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.lazy import LazyModule
-from devlint.project import call_sites, callee
+from devlint.project import call_sites, callee, relies_on_default
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -76,10 +76,12 @@ class Guards:
         self._name_polarity: dict[str, Polarity] = {}
         self._requires: dict[tuple[int, int], bool] = {}
         self._entered: dict[int, bool] = {}
+        # a test module marked GPU-only, or a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy)
         self.module_guarded = any(
             dotted_name(t.target) == "pytestmark" and self._marks_cuda_only(a.value)
             for a in ctx.nodes(cst.Assign) for t in a.targets
-        )
+        ) or any(m in devices.CUDA_ONLY_LIBRARIES or m.split(".")[0] in devices.CUDA_ONLY_LIBRARIES - {"cuda"}
+                 for m in ctx.imported_modules)
 
     # --- polarity ------------------------------------------------------------------------------
     def polarity(self, expr: cst.BaseExpression) -> Polarity:
@@ -262,6 +264,17 @@ class Guards:
             return any(self._marks_cuda_only(el.value) for el in expr.elements)
         return devices.is_guard_text(name)
 
+    def _out_of_memory_fallback(self, handler: cst.ExceptHandler) -> bool:
+        """``except RuntimeError:`` (or ``torch.cuda.OutOfMemoryError``) that handles CUDA running out of
+        memory (it empties CUDA's cache, or says so): it runs only where CUDA ran."""
+        kind = dotted_name(handler.type) if handler.type is not None else None
+        if kind is not None and kind.split(".")[-1] == "OutOfMemoryError":
+            return True
+        if kind is None or kind.split(".")[-1] not in ("RuntimeError", "Exception"):
+            return False
+        text = self.ctx.code(handler.body)
+        return any(hint in text or hint in text.lower() for hint in devices.OOM_HINTS)
+
     def _cuda_only_definition(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
         """A function or class that declares itself GPU-only: by its name (``train_gpu``, ``CUDAAccelerator``)
         or a decorator; or, in a NCCL project, a function that runs a collective (NCCL takes CUDA tensors)."""
@@ -381,6 +394,8 @@ class Guards:
             return self._cuda_only_definition(anc)
         if isinstance(anc, cst.Try) and child is anc.body:
             return any(_catches_device_errors(h) for h in anc.handlers)
+        if isinstance(anc, cst.ExceptHandler) and child is anc.body:
+            return self._out_of_memory_fallback(anc)
         if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child in anc.body:
             first = self._first_guard_index(anc, anc.body)
             return first is not None and next(i for i, s in enumerate(anc.body) if s is child) > first
@@ -453,11 +468,13 @@ class _Flags:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == devices.ARGPARSE_METHOD:
                 self._argparse(call)
+        self.ctx = ctx
+        self.params: dict[str, list[tuple[cst.Param, bool]]] = {}
         for func_node in ctx.nodes(cst.FunctionDef):
             for param in (*func_node.params.params, *func_node.params.kwonly_params):
                 on = _on_by_default(param.default) if param.default is not None else None
                 if on is not None and devices.is_guard_text(param.name.value):
-                    self.defaults.setdefault(param.name.value, on)
+                    self.params.setdefault(param.name.value, []).append((param, on))
             for decorator in func_node.decorators:
                 option = decorator.decorator
                 if isinstance(option, cst.Call) and (dotted_name(option.func) or "").split(".")[-1] == "option":
@@ -496,7 +513,16 @@ class _Flags:
             self.defaults[dest] = False
 
     def default(self, name: str) -> bool | None:
-        return self.defaults.get(name.split(".")[-1])
+        """A flag's default (a command-line flag's; a parameter's when some call relies on it: a
+        ``use_gpu=True`` every caller overrides with a checked value is not on by default)."""
+        short = name.split(".")[-1]
+        if short in self.defaults:
+            return self.defaults[short]
+        for param, on in self.params.get(short, []):
+            if relies_on_default(self.ctx, param):
+                self.defaults[short] = on
+                return on
+        return None
 
 
 def guards(ctx: Context) -> Guards:

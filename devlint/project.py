@@ -118,7 +118,8 @@ class Project:
             return None
         if len(found) == 1:
             return found[0]
-        return max(found, key=lambda p: len(os.path.commonpath([p, near])))
+        near = os.path.abspath(near)
+        return max(found, key=lambda p: len(os.path.commonpath([os.path.abspath(p), near])))
 
     def resolve_relative_name(self, path: str, spec: tuple[int, str, str]) -> tuple[str, str] | None:
         """(file, symbol) of a name bound by ``from <level dots><module> import <name>`` in ``path``."""

@@ -345,3 +345,15 @@ def test_prefilter_skips_files_without_trigger_tokens(runner, project):
     assert "broken.py" not in invoke(runner, "-q", "pkg").output
     result = invoke(runner, "-q", "--no-prefilter", "pkg")
     assert f"{os.path.join('pkg', 'broken.py')}:1:" in result.output and "E999 SyntaxError" in result.output
+
+
+def test_same_module_name_in_two_folders(runner, project):
+    """Resolving ``from util import ...`` when two folders hold a util.py, paths given relative to the cwd."""
+    for folder in ("a", "b"):
+        (project / folder).mkdir()
+        (project / folder / "util.py").write_text("def run(x, device='cpu'):\n    return x.to(device)\n")
+    (project / "a" / "main.py").write_text("import torch\nfrom util import run\n\nrun(torch.ones(1), 'cuda')\n")
+    result = invoke(runner, "-q", "--no-cache", ".")
+    assert result.exit_code == 1, result.output
+    assert "E001" not in result.output
+    assert f"{os.path.join('a', 'main.py')}:4:20: DEV001" in result.output

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from devlint import devices
 from devlint.analysis import device_uses, parameter_used_as_device
 from devlint.bindings import device_name_at
-from devlint.context import Context, string_value
+from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
 from devlint.guards import guards
@@ -294,7 +294,7 @@ to lint it.
                     func.attr.value, ctx.qualname(func) is not None,
                     [a.keyword.value if a.keyword is not None else None for a in call.args]):
                 continue
-            if guard.is_guarded(call):
+            if guard.is_guarded(call) or _parameterless_module(ctx, func.value):
                 continue
             yield self.finding(
                 ctx, call,
@@ -361,6 +361,39 @@ def _cuda_index(call: cst.Call) -> cst.Integer | Literal[False] | None:
         else:
             return False
     return index
+
+
+def _parameterless_module(ctx: Context, receiver: cst.BaseExpression) -> bool:
+    """``Loss().cuda()`` where ``Loss`` is a module class of the project with no parameters, buffers or
+    submodules: ``Module.cuda()`` then moves nothing and does not touch CUDA (checked on torch 2.13 CPU)."""
+    if not isinstance(receiver, cst.Call):
+        return False
+    found = callee(ctx, receiver)
+    if found is None or not isinstance(found[1], cst.ClassDef):
+        return False
+    cls_ctx, cls = found[0], found[1]
+    if not any((cls_ctx.qualname(b.value) or "") in ("torch.nn.Module", "torch.nn.modules.module.Module")
+               for b in cls.bases):
+        return False  # only a direct nn.Module subclass: a base of the project may hold parameters
+    return not any(_may_hold_parameters(cls_ctx, call, cls) for call in cls_ctx.nodes(cst.Call)
+                   if any(a is cls for a in cls_ctx.ancestors(call)))
+
+
+def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> bool:
+    """Can this call in a module class's body give it a parameter, a buffer or a submodule?"""
+    qn = ctx.qualname(call.func) or ""
+    name = (dotted_name(call.func) or "").split(".")[-1]
+    if name in ("register_buffer", "register_parameter", "register_module", "add_module", "Parameter"):
+        return True
+    if qn.startswith("torch.nn.") and name[:1].isupper():
+        return True  # a layer: a submodule with parameters
+    made = callee(ctx, call)
+    if made is not None and isinstance(made[1], cst.ClassDef):
+        other_ctx, other = made[0], made[1]
+        return other is not cls and any(
+            "Module" in (dotted_name(b.value) or "") or (other_ctx.qualname(b.value) or "").startswith("torch.nn")
+            for b in other.bases)  # a submodule of the project
+    return name[:1].isupper() and made is None and not qn.startswith("torch.")  # unknown class: may be a module
 
 
 def _parameter_for(ctx: Context, call: cst.Call, arg: cst.Arg) -> tuple[Context, cst.Param] | None:
