@@ -27,6 +27,7 @@ def _pos(p: Position) -> list[int]:
 def dump(findings: list[Finding]) -> list[dict[str, object]]:
     return [{
         "code": f.code, "message": f.message, "start": _pos(f.start), "end": _pos(f.end), "name": f.name,
+        "cell": f.cell,
         "evidence": f.evidence.to_json() if f.evidence is not None else None,
         "fix": None if f.fix is None else {
             "applicability": f.fix.applicability.value, "message": f.fix.message,
@@ -45,7 +46,7 @@ def load(items: list[dict[str, Any]], path: str) -> list[Finding]:
             fix = Fix(tuple(Edit(Position(*s), Position(*e), c, o, b) for s, e, c, o, b in d["fix"]["edits"]),
                       Applicability(d["fix"]["applicability"]), d["fix"]["message"])
         out.append(Finding(d["code"], d["message"], Position(*d["start"]), Position(*d["end"]), fix, path,
-                           d["name"], _evidence(d["code"], d["evidence"])))
+                           d["name"], _evidence(d["code"], d["evidence"]), d["cell"]))
     return out
 
 

@@ -82,10 +82,11 @@ class Finding:
     path: str = ""
     name: str = ""  # the rule's kebab-case name
     evidence: Evidence | None = None
+    cell: int | None = None  # in a notebook: the cell (1-based, counting every cell); rows are in the cell
 
     @property
-    def sort_key(self) -> tuple[str, Position, str]:
-        return (self.path, self.start, self.code)
+    def sort_key(self) -> tuple[str, int, Position, str]:
+        return (self.path, self.cell or 0, self.start, self.code)
 
 
 # --- diagnostics that are not rule findings --------------------------------------------------------
@@ -104,5 +105,6 @@ class Diagnostic:
 
 INTERNAL_ERROR = Diagnostic("E001", "internal-error", "a rule crashed, or the file could not be analysed")
 IO_ERROR = Diagnostic("E902", "io-error", "the file could not be read, decoded or written")
-SYNTAX_ERROR = Diagnostic("E999", "syntax-error", "the file does not parse")
-DIAGNOSTICS = {d.code: d for d in (INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR)}
+NOTEBOOK_ERROR = Diagnostic("E903", "invalid-notebook", "the file is not a notebook devlint reads (nbformat 4 JSON)")
+SYNTAX_ERROR = Diagnostic("E999", "syntax-error", "the file (or a notebook's cell) does not parse")
+DIAGNOSTICS = {d.code: d for d in (INTERNAL_ERROR, IO_ERROR, NOTEBOOK_ERROR, SYNTAX_ERROR)}

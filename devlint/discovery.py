@@ -10,7 +10,7 @@ import pathspec
 
 from devlint.config import Config
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # (.ipynb: Jupyter notebooks, devlint/notebook.py)
 
 
 def _spec(patterns: list[str]) -> pathspec.GitIgnoreSpec:

@@ -34,7 +34,8 @@ class LintResult:
     crashes: list[str] = field(default_factory=list)  # "rule CODE crashed: ..." (an internal error)
 
 
-def _syntax_finding(path: str, exc: Exception) -> Finding:
+def syntax_finding(path: str, exc: Exception) -> Finding:
+    """E999 for a parser's exception (LibCST's or CPython's), at the position it names."""
     line = getattr(exc, "raw_line", None) or getattr(exc, "lineno", None) or 1
     col = getattr(exc, "raw_column", None)
     col = (col + 1) if isinstance(col, int) else (getattr(exc, "offset", None) or 1)
@@ -57,7 +58,7 @@ def _lint(text: str, path: str, rules: list[Rule], project: Project | None) -> t
     except RecursionError:
         return result, True
     except Exception as exc:  # noqa: BLE001 - ParserSyntaxError, and anything else the parser may raise on odd input
-        result.findings.append(_syntax_finding(path, exc))
+        result.findings.append(syntax_finding(path, exc))
         return result, False
     ctx = Context(module, path, text)
     if project is not None:

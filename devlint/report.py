@@ -6,7 +6,7 @@ import json
 import os
 from collections import Counter
 
-from devlint import __version__
+from devlint import __version__, notebook
 from devlint.diagnostics import Finding, Position
 from devlint.rules import all_rules
 
@@ -17,8 +17,40 @@ def _loc(pos: Position) -> dict[str, int]:
     return {"column": pos.column, "row": pos.row}
 
 
+def location(f: Finding) -> str:
+    """``path:row:col``, in a notebook ``path:cell N:row:col`` (the row in the cell)."""
+    cell = f"cell {f.cell}:" if f.cell is not None else ""
+    return f"{f.path}:{cell}{f.start.row}:{f.start.column}"
+
+
 def text(findings: list[Finding]) -> str:
-    return "".join(f"{f.path}:{f.start.row}:{f.start.column}: {f.code} {f.message}\n" for f in findings)
+    return "".join(f"{location(f)}: {f.code} {f.message}\n" for f in findings)
+
+
+class _FileRows:
+    """Where a notebook finding's row is in the notebook file (the line of the JSON string holding that code
+    line), for the formats that point into files (SARIF, GitHub); each notebook read once."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[tuple[int, int], int]] = {}
+
+    def __call__(self, f: Finding, pos: Position) -> int:
+        if f.cell is None:
+            return pos.row
+        if f.path not in self.rows:
+            try:
+                with open(f.path, "rb") as fh:
+                    self.rows[f.path] = notebook.file_rows(notebook.parse(fh.read()))
+            except (OSError, notebook.NotebookError):
+                self.rows[f.path] = {}
+        return self.rows[f.path].get((f.cell, pos.row), 1)
+
+
+def _region(f: Finding, file_row: _FileRows) -> dict[str, int]:
+    if f.cell is None:
+        return {"startLine": f.start.row, "startColumn": f.start.column,
+                "endLine": f.end.row, "endColumn": f.end.column}
+    return {"startLine": file_row(f, f.start), "endLine": file_row(f, f.end)}  # (columns: of the JSON, unknown)
 
 
 def to_json(findings: list[Finding]) -> str:
@@ -35,7 +67,7 @@ def to_json(findings: list[Finding]) -> str:
                 "message": f.fix.message or None,
             }
         items.append({
-            "cell": None,
+            "cell": f.cell,
             "code": f.code,
             "end_location": _loc(f.end),
             "filename": os.path.abspath(f.path),
@@ -68,6 +100,7 @@ def sarif(findings: list[Finding]) -> str:
     ]
     index = {code: i for i, code in enumerate(rules)}
     results = []
+    file_row = _FileRows()
     for f in findings:
         result: dict[str, object] = {
             "ruleId": f.code,
@@ -76,13 +109,13 @@ def sarif(findings: list[Finding]) -> str:
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": {"uri": _uri(f.path)},
-                    "region": {
-                        "startLine": f.start.row, "startColumn": f.start.column,
-                        "endLine": f.end.row, "endColumn": f.end.column,
-                    },
+                    "region": _region(f, file_row),
                 }
             }],
         }
+        if f.cell is not None:
+            result["properties"] = {"cell": f.cell, "cellLocation": _loc(f.start), "cellEndLocation": _loc(f.end)}
+            result["message"] = {"text": f"cell {f.cell}:{f.start.row}:{f.start.column}: {f.message}"}
         if f.code in index:
             result["ruleIndex"] = index[f.code]
         results.append(result)
@@ -110,12 +143,16 @@ def _gh_escape(value: str, prop: bool = False) -> str:
 
 def github(findings: list[Finding]) -> str:
     lines = []
+    file_row = _FileRows()
     for f in findings:
-        props = (
-            f"file={_gh_escape(f.path, True)},line={f.start.row},col={f.start.column},"
-            f"endLine={f.end.row},endColumn={f.end.column},title={_gh_escape(f.code, True)}"
-        )
-        lines.append(f"::error {props}::{_gh_escape(f'{f.code} {f.message}')}\n")
+        if f.cell is None:
+            where = f"line={f.start.row},col={f.start.column},endLine={f.end.row},endColumn={f.end.column}"
+            text = f"{f.code} {f.message}"
+        else:  # the lines of the notebook file holding the code; the cell's own position in the message
+            where = f"line={file_row(f, f.start)},endLine={file_row(f, f.end)}"
+            text = f"cell {f.cell}:{f.start.row}:{f.start.column}: {f.code} {f.message}"
+        props = f"file={_gh_escape(f.path, True)},{where},title={_gh_escape(f.code, True)}"
+        lines.append(f"::error {props}::{_gh_escape(text)}\n")
     return "".join(lines)
 
 

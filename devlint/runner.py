@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from dataclasses import dataclass, field
 
-from devlint import screen
+from devlint import notebook, screen
 from devlint.cache import Cache, digest
 from devlint.config import Config, expand_codes
-from devlint.diagnostics import IO_ERROR, Finding
+from devlint.diagnostics import IO_ERROR, NOTEBOOK_ERROR, SYNTAX_ERROR, Finding
 from devlint.discovery import iter_files, per_file_ignored
-from devlint.engine import fix_text, lint_text
+from devlint.engine import LintResult, fix_text, lint_text, syntax_finding
 from devlint.project import Project
 from devlint.rules import select_rules
 from devlint.rules.base import Rule
@@ -112,6 +113,9 @@ def _process(path: str, config: Config, options: Options) -> FileResult:
         data = read_bytes(path)
         if options.cache_dir is not None and not (options.fix or options.diff):
             result.cache_key = _cache_key(data, rules, options)  # of the bytes linted here
+        if notebook.is_notebook(path):
+            _notebook(result, data, rules, options)
+            return result
         source = decode(data)
     except SourceError as exc:
         result.findings.append(_io_finding(path, str(exc)))
@@ -166,6 +170,121 @@ def _fix(result: FileResult, data: bytes, source: Source, rules: list[Rule], opt
                            _io_finding(path, str(exc))]
 
 
+# --- notebooks -----------------------------------------------------------------------------------------
+def _notebook(result: FileResult, data: bytes, rules: list[Rule], options: Options) -> None:
+    """Lint (or fix) the notebook in ``data``: its code cells as one module (devlint/notebook.py); findings
+    carry their cell and rows in it."""
+    path = result.path
+    try:
+        nb = notebook.parse(data)
+    except notebook.NotebookError as exc:
+        result.findings.append(NOTEBOOK_ERROR.at(path, str(exc), exc.row, exc.column))
+        return
+    module, excluded, broken = _cells_module(nb, path)
+    code = module.text.encode("utf-8", "surrogatepass")
+    if options.prefilter:
+        rules = applicable(code, rules, path=path)
+    result.findings = list(broken)
+    if not rules:
+        result.cacheable = True
+        return
+    if len(code) > LIBCST_MAX_BYTES:
+        result.findings.append(_too_large(path, code, rules))
+        return
+    module, lint = _settle(path, nb, module, excluded, result.findings, rules)
+    if options.fix or options.diff:
+        _fix_notebook(result, data, nb, module, rules, options)
+        return
+    result.findings += notebook.in_cells(module, module.text, lint.findings)
+    result.crashes = lint.crashes
+    result.cacheable = not result.crashes
+
+
+def _cells_module(nb: notebook.Notebook, path: str) -> tuple[notebook.Module, dict[int, str], list[Finding]]:
+    """The module of the code cells without those that do not parse, which are each reported (E999)."""
+    module = notebook.build(nb)
+    excluded: dict[int, str] = {}
+    broken: list[Finding] = []
+    for number, masked in module.cells.items():
+        error = notebook.syntax_error(masked.text) if masked.text is not None else None
+        if error is not None:
+            excluded[number] = "does not parse"
+            broken.append(dataclasses.replace(syntax_finding(path, error), cell=number))
+    return (notebook.build(nb, excluded) if excluded else module), excluded, broken
+
+
+def _settle(path: str, nb: notebook.Notebook, module: notebook.Module, excluded: dict[int, str],
+            broken: list[Finding], rules: list[Rule]) -> tuple[notebook.Module, LintResult]:
+    """Lint the module; where LibCST cannot parse it though each cell passed CPython's parser, leave out the
+    cell it names (reported in ``broken``) and lint again."""
+    for _ in range(len(module.cells) + 1):
+        lint = lint_text(module.text, path, rules, project=_PROJECT)
+        errors = [f for f in lint.findings if f.code == SYNTAX_ERROR.code]
+        if not errors:
+            break
+        (placed,) = notebook.in_cells(module, module.text, errors[:1])
+        if placed.cell is None or placed.cell in excluded:
+            break
+        excluded[placed.cell] = "does not parse"
+        broken.append(placed)
+        module = notebook.build(nb, excluded)
+    return module, lint
+
+
+def _fix_notebook(result: FileResult, data: bytes, nb: notebook.Notebook, module: notebook.Module,
+                  rules: list[Rule], options: Options) -> None:
+    """Fix the module of the code cells, then rewrite only the changed cells' sources in the file (with
+    --diff: show a diff per cell)."""
+    path = result.path
+    outcome = fix_text(module.text, path, rules, options.unsafe_fixes, project=_PROJECT)
+    result.crashes = outcome.remaining.crashes
+    sources = _changed(nb, module, outcome.text)
+    if sources is None:
+        lint = lint_text(module.text, path, rules, project=_PROJECT)
+        result.findings += [*notebook.in_cells(module, module.text, lint.findings),
+                            _io_finding(path, "cannot fix: a fix would cross a cell or an IPython line")]
+        return
+    found = notebook.in_cells(module, outcome.text, outcome.remaining.findings)
+    result.fixed = notebook.in_cells(module, module.text, outcome.fixed)
+    if options.diff:
+        cells = {c.number: c for c in nb.cells}
+        result.diff = "".join(notebook.cell_diff(path, cells[n].text, new, n) for n, new in sources.items())
+    elif sources:
+        error = _write_notebook(path, data, nb, sources)
+        if error is not None:  # not written: nothing was fixed, every finding stands
+            lint = lint_text(module.text, path, rules, project=_PROJECT)
+            result.fixed = []
+            found = [*notebook.in_cells(module, module.text, lint.findings), _io_finding(path, error)]
+    result.findings += found
+
+
+def _changed(nb: notebook.Notebook, module: notebook.Module, text: str) -> dict[int, str] | None:
+    """The code cells a fixed module changed (number -> new code), None when it cannot be split back."""
+    if text == module.text:
+        return {}
+    codes = notebook.split(module, text)
+    if codes is None:
+        return None
+    cells = {c.number: c for c in nb.cells}
+    return {n: code for n, code in codes.items() if code != cells[n].text}
+
+
+def _write_notebook(path: str, data: bytes, nb: notebook.Notebook, sources: dict[int, str]) -> str | None:
+    """Write the notebook with the new sources; the error message when it was not written."""
+    new = nb.encode(sources)
+    try:
+        written = {c.number: c.text for c in notebook.parse(new).cells}
+    except notebook.NotebookError as exc:
+        return f"cannot fix: the fixed notebook would not read back ({exc}); nothing written"
+    if any(written.get(n) != code for n, code in sources.items()) or len(written) != len(nb.cells):
+        return "cannot fix: the fixed notebook would not read back as fixed; nothing written"
+    try:
+        write_fixed(path, data, new)
+    except SourceError as exc:
+        return str(exc)
+    return None
+
+
 def _worker(args: tuple[str, Config, Options]) -> FileResult:
     return process_file(*args)
 
@@ -179,7 +298,8 @@ def run(paths: list[str], config: Config, options: Options) -> RunResult:
     if cache is not None:
         results = _cached(files, config, options, cache)
     todo = [i for i, r in enumerate(results) if r is None]
-    done = _process_all([files[i] for i in todo], config, options, files)
+    project = [f for f in files if not notebook.is_notebook(f)]  # a notebook is no module another file imports
+    done = _process_all([files[i] for i in todo], config, options, project)
     for i, r in zip(todo, done, strict=True):
         results[i] = r
     if cache is not None:
