@@ -39,6 +39,8 @@ def syntax_finding(path: str, exc: Exception) -> Finding:
     line = getattr(exc, "raw_line", None) or getattr(exc, "lineno", None) or 1
     col = getattr(exc, "raw_column", None)
     col = (col + 1) if isinstance(col, int) else (getattr(exc, "offset", None) or 1)
+    if isinstance(exc, SyntaxError) and exc.msg:  # CPython's (a notebook cell's check): without "(file, line)"
+        return SYNTAX_ERROR.at(path, f"SyntaxError: {exc.msg}", int(line), int(col))
     message = getattr(exc, "message", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return SYNTAX_ERROR.at(path, f"SyntaxError: {message}", int(line), int(col))
 

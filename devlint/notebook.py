@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import codecs
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -409,14 +410,14 @@ _MARKER = re.compile(r"[ \t]*pass  # (devlint-ipython\d*:\d+\.\d+)")
 
 
 def syntax_error(text: str) -> Exception | None:
-    """Why a masked cell does not parse (LibCST's error, as for a script), or None. CPython's parser answers
-    first (top-level ``await`` allowed, as IPython runs it); only where it refuses is LibCST asked, which
-    also reads newer grammars."""
+    """Why a masked cell does not parse, or None. CPython's parser answers first (top-level ``await``
+    allowed, as IPython runs it); where it refuses, LibCST is asked too, which also reads newer grammars: a
+    cell neither parses is reported with CPython's error ("Missing parentheses in call to 'print'")."""
     try:
         compile(text, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
         return None
-    except (SyntaxError, ValueError):
-        pass
+    except (SyntaxError, ValueError) as exc:
+        error: Exception = exc
     except (RecursionError, MemoryError):
         return None  # too deep for this check: the module's parse decides
     import libcst as cst
@@ -424,7 +425,7 @@ def syntax_error(text: str) -> Exception | None:
     try:
         cst.parse_module(text)
     except Exception as exc:  # noqa: BLE001 - whatever LibCST raises, the cell does not parse
-        return exc
+        return error if isinstance(error, SyntaxError) else exc  # (CPython's message says more)
     return None
 
 
@@ -558,8 +559,21 @@ def in_cells(module: Module, text: str, findings: list[Finding]) -> list[Finding
         end_cell, end = _place(rows, f.end)
         if end_cell != cell:
             end = start
-        out.append(dataclasses.replace(f, start=start, end=end, cell=cell or None, fix=_place_fix(rows, f.fix)))
+        out.append(dataclasses.replace(f, start=start, end=end, cell=cell or None, fix=_place_fix(rows, f.fix),
+                                       message=_ON_LINE.sub(functools.partial(_on_line, rows, cell), f.message)))
     return out
+
+
+_ON_LINE = re.compile(r"\bon line (\d+)\b")
+
+
+def _on_line(rows: list[tuple[int, int]], cell: int, match: re.Match[str]) -> str:
+    """A message's "on line N" (a row of the module, as DEV004 names where CUDA started) in cell terms."""
+    row = int(match.group(1))
+    if not 1 <= row <= len(rows):
+        return match.group()
+    other, line = rows[row - 1]
+    return f"on line {line}" if other == cell else f"in cell {other}, line {line}"
 
 
 def cell_diff(path: str, old: str, new: str, number: int) -> str:
@@ -616,4 +630,19 @@ def to_script(nb: Notebook) -> str:
     prelude = ("import builtins as _devlint_builtins\n"
                "if not hasattr(_devlint_builtins, 'display'):\n"
                "    _devlint_builtins.display = lambda *objs, **kwargs: print(*objs)\n")
-    return prelude + module.text
+    originals = {k: v for m in module.cells.values() for k, v in m.originals.items()}
+    return prelude + "".join(_script_line(line, originals) for line in _lines(module.text))
+
+
+def _script_line(line: str, originals: dict[str, str]) -> str:
+    """A masked line in the script: ``pass``, or for ``x = !ls`` / ``x = %sx ls`` an empty list bound to
+    ``x`` (the shell does not run, but later cells may read ``x``)."""
+    match = _MARKER.fullmatch(line.rstrip("\r\n"))
+    original = originals.get(match.group(1), "") if match else ""
+    assign = _MAGIC_ASSIGN.match(original.strip())
+    if assign is None:
+        return line
+    indent = line[: len(line) - len(line.lstrip())]
+    targets = assign.group().rstrip("!%").rstrip().rstrip("=").rstrip()
+    values = ", ".join("[]" for _ in targets.split(","))
+    return f"{indent}{targets} = {values}\n"

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from devlint import notebook
 from devlint.diagnostics import Finding, Position, StrEnum
 from devlint.probes import Needs, Probe, evidence_examples, probe_for
 from devlint.rules import all_rules
@@ -326,13 +327,32 @@ def run_script(path: str, target: Target, timeout: int) -> RunOutcome:
 
 def verify_script(path: str, targets: list[Target], timeout: int,
                   fix: Callable[[str], int]) -> list[tuple[RunOutcome, RunOutcome, int]]:
-    """Run a copy of the script before and after ``fix(copy_path) -> fixes applied`` on each target."""
+    """Run a copy of the script before and after ``fix(copy_path) -> fixes applied`` on each target. A
+    notebook (.ipynb) runs as the script of its code cells in order (:func:`notebook_script`)."""
     out = []
     with tempfile.TemporaryDirectory(prefix="devlint-run-") as scratch:
         copy = os.path.join(scratch, os.path.basename(path))
         shutil.copy(path, copy)
-        befores = [run_script(copy, t, timeout) for t in targets]
+        script = notebook_script(copy) if notebook.is_notebook(copy) else copy
+        befores = [run_script(script, t, timeout) for t in targets]
         fixed = fix(copy)
+        if script != copy:
+            notebook_script(copy)
         for target, before in zip(targets, befores, strict=True):
-            out.append((before, run_script(copy, target, timeout), fixed))
+            out.append((before, run_script(script, target, timeout), fixed))
     return out
+
+
+def notebook_script(path: str) -> str:
+    """Write the notebook at ``path`` as a script beside it (``NAME.ipynb.py``: the code cells in order,
+    IPython's magics and shell lines dropped, see devlint.notebook.to_script); its path."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        text = notebook.to_script(notebook.parse(data))
+    except notebook.NotebookError as exc:
+        raise VerifyError(f"--run: {path}: {exc}") from None
+    script = path + ".py"
+    with open(script, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return script

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from devlint.report import location
 from devlint.verify import (
     CONFIRMED,
     INCONCLUSIVE,
@@ -37,6 +38,7 @@ def render_verified(verified: list[Verified], targets: list[Target], fmt: str) -
         return json.dumps([{
             "code": v.finding.code,
             "filename": v.finding.path,
+            "cell": v.finding.cell,
             "location": {"row": v.finding.start.row, "column": v.finding.start.column},
             "message": v.finding.message,
             "probe": v.note,
@@ -49,7 +51,7 @@ def render_verified(verified: list[Verified], targets: list[Target], fmt: str) -
     details: list[str] = []
     for v in verified:
         f = v.finding
-        rows.append([f"{f.path}:{f.start.row}:{f.start.column}", f.code,
+        rows.append([location(f), f.code,
                      *[v.before[t.name].verdict if t.name in v.before else "-" for t in targets], _fix_cell(v)])
     out = _table(rows)
     seen: set[tuple[str, str, str]] = set()  # (code, verdict or "fix", detail) already told
