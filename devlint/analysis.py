@@ -206,3 +206,41 @@ def parameter_used_as_device(ctx: Context, param: cst.Param, uses: DeviceUses | 
 
 def device_uses(ctx: Context) -> DeviceUses:
     return ctx.shared("device_uses", DeviceUses)
+
+
+@dataclass(frozen=True)
+class CommandLineOption:
+    """An ``argparse`` option: ``parser.add_argument("--device", default="0", help=...)``."""
+
+    dest: str
+    keywords: dict[str, cst.BaseExpression]
+
+    def text(self, keyword: str) -> str | None:
+        node = self.keywords.get(keyword)
+        return string_value(node) if node is not None else None
+
+
+def command_line_option(call: cst.Call) -> CommandLineOption | None:
+    """The option ``call`` (an ``add_argument`` call) declares, with the attribute name argparse gives it."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != devices.ARGPARSE_METHOD:
+        return None
+    options = [string_value(a.value) for a in call.args if a.keyword is None]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    dest = keywords.get("dest")
+    name = string_value(dest) if dest is not None else None
+    if name is None:
+        longs = [o for o in options if o and o.startswith("--")]
+        first = longs[0] if longs else next((o for o in options if o), None)
+        name = first.lstrip("-").replace("-", "_") if first else None
+    return CommandLineOption(name, keywords) if name else None
+
+
+def command_line_options(ctx: Context) -> dict[str, CommandLineOption]:
+    """The file's argparse options by attribute name (``args.<dest>``)."""
+    found: dict[str, CommandLineOption] = {}
+    for call in ctx.nodes(cst.Call):
+        option = command_line_option(call)
+        if option is not None:
+            found.setdefault(option.dest, option)
+    return found

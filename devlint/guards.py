@@ -17,6 +17,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from devlint import devices
+from devlint.analysis import command_line_option
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.lazy import LazyModule
 from devlint.project import call_sites, callee, relies_on_default
@@ -465,9 +466,7 @@ class _Flags:
     def __init__(self, ctx: Context) -> None:
         self.defaults: dict[str, bool] = {}
         for call in ctx.nodes(cst.Call):
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == devices.ARGPARSE_METHOD:
-                self._argparse(call)
+            self._argparse(call)
         self.ctx = ctx
         self.params: dict[str, list[tuple[cst.Param, bool]]] = {}
         for func_node in ctx.nodes(cst.FunctionDef):
@@ -492,25 +491,18 @@ class _Flags:
             self.defaults[names[0]] = False
 
     def _argparse(self, call: cst.Call) -> None:
-        options = [string_value(a.value) for a in call.args if a.keyword is None]
-        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-        dest_node = keywords.get("dest")
-        dest = string_value(dest_node) if dest_node is not None else None
-        if dest is None:
-            longs = [o for o in options if o and o.startswith("--")]
-            first = longs[0] if longs else next((o for o in options if o), None)
-            dest = first.lstrip("-").replace("-", "_") if first else None
-        if not dest:
+        option = command_line_option(call)
+        if option is None:
             return
-        action = string_value(keywords["action"]) if "action" in keywords else None
-        default = keywords.get("default")
+        action = option.text("action")
+        default = option.keywords.get("default")
         on = _on_by_default(default) if default is not None else None
         if on is not None:
-            self.defaults[dest] = on
+            self.defaults[option.dest] = on
         elif action == "store_false":
-            self.defaults[dest] = True
+            self.defaults[option.dest] = True
         elif action == "store_true":
-            self.defaults[dest] = False
+            self.defaults[option.dest] = False
 
     def default(self, name: str) -> bool | None:
         """A flag's default (a command-line flag's; a parameter's when some call relies on it: a

@@ -251,7 +251,10 @@ def callee(ctx: Context, call: cst.Call, only: Callable[[str, str], bool] | None
         cls = next((a for a in ctx.ancestors(call) if isinstance(a, cst.ClassDef)), None)
         if cls is None:
             return None
-        return find_definition(ctx, f"{cls.name.value}.{func.attr.value}") if cls in ctx.module.body else None
+        if cls not in ctx.module.body:
+            return None
+        return find_definition(ctx, f"{cls.name.value}.{func.attr.value}") \
+            or inherited_method(ctx, cls, func.attr.value, only)
     dotted = dotted_name(func)
     if dotted is None:
         return None
@@ -267,6 +270,30 @@ def callee(ctx: Context, call: cst.Call, only: Callable[[str, str], bool] | None
     if only is not None and not only(path, symbol):
         return None
     return project.definition(path, symbol)
+
+
+def inherited_method(ctx: Context, cls: cst.ClassDef, method: str,
+                     only: Callable[[str, str], bool] | None = None) -> Definition | None:
+    """``method`` of a direct base class of ``cls`` (``self.to_var(x)`` defined by a mixin), the base being
+    a class of the file or of the project (the screen looks as far: direct bases only)."""
+    for base in cls.bases:
+        dotted = dotted_name(base.value)
+        if dotted is None:
+            continue
+        project = ctx.project
+        found = project.resolve(ctx, dotted) if project is not None else (os.path.abspath(ctx.path), dotted)
+        if found is None or not found[1]:
+            continue
+        path, symbol = found[0], f"{found[1]}.{method}"
+        if path == os.path.abspath(ctx.path):
+            definition = find_definition(ctx, symbol)
+        elif project is None or (only is not None and not only(path, symbol)):
+            continue
+        else:
+            definition = project.definition(path, symbol)
+        if definition is not None and isinstance(definition[1], cst.FunctionDef):
+            return definition
+    return None
 
 
 def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.Call]] | None:

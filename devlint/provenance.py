@@ -171,6 +171,7 @@ class Provenance:
         self.class_attrs: dict[cst.ClassDef, Env] = {}
         self._running: set[cst.FunctionDef] = set()
         self._current: cst.FunctionDef | None = None
+        self._cpu_path = 0  # inside the no-accelerator branch of a device check
         _BUILDING.add(id(ctx))
         try:
             self.module_env: Env = {}
@@ -205,7 +206,37 @@ class Provenance:
                          if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
             if init is not None:
                 self._ensure(init)
+            for name, value in self._modules_set_elsewhere(cls, init).items():
+                self.class_attrs[cls].setdefault(name, value)
         return self.class_attrs[cls]
+
+    def _modules_set_elsewhere(self, cls: cst.ClassDef, init: cst.FunctionDef | None) -> Env:
+        """``self.model = Net(...)`` in another method than ``__init__`` (``fit``, ``setup``): an attribute
+        that every assignment in the class sets to a module (or None) is a module in every method."""
+        ctx = self.ctx
+        values: dict[str, list[cst.BaseExpression]] = {}
+        for assign in ctx.nodes(cst.Assign):
+            method = ctx.enclosing_function(assign)
+            if method is None or method is init or ctx.parent(ctx.parent(method)) is not cls:
+                continue
+            for target in assign.targets:
+                name = dotted_name(target.target)
+                if name is not None and name.startswith("self.") and name.count(".") == 1:
+                    values.setdefault(name, []).append(assign.value)
+        found: Env = {}
+        for name, exprs in values.items():
+            built = [e for e in exprs if not (isinstance(e, cst.Name) and e.value == "None")]
+            if built and all(self._constructs_module(e) for e in built):
+                found[name] = Val("module", torch=True)
+        return found
+
+    def _constructs_module(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        if isinstance(expr.func, cst.Name) and expr.func.value in self.module_classes:
+            return True
+        qn = self.ctx.qualname(expr.func)
+        return qn is not None and self._is_module_factory(qn, qn.split("."))
 
     def _run_function(self, func: cst.FunctionDef) -> None:
         owner = self.ctx.parent(self.ctx.parent(func))
@@ -256,9 +287,25 @@ class Provenance:
 
     # --- statements ----------------------------------------------------------------------
     def _exec(self, body: Sequence[cst.CSTNode], env: Env, no_grad: bool) -> Env:
-        for stmt in body:
-            env = self._stmt(stmt, env, no_grad)
+        entered = 0
+        try:
+            for stmt in body:
+                env = self._stmt(stmt, env, no_grad)
+                if self._leaves_on_accelerator(stmt):
+                    entered += 1  # `if device.type == "cuda": return x.cpu().numpy()`: what follows is CPU
+                    self._cpu_path += 1
+        finally:
+            self._cpu_path -= entered
         return env
+
+    def _leaves_on_accelerator(self, stmt: cst.CSTNode) -> bool:
+        """An ``if`` without ``else`` that checks for an accelerator and whose body always leaves the block."""
+        if not isinstance(stmt, cst.If) or stmt.orelse is not None or not isinstance(stmt.body, cst.IndentedBlock):
+            return False
+        last = stmt.body.body[-1] if stmt.body.body else None
+        leaves = isinstance(last, cst.SimpleStatementLine) and any(
+            isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for s in last.body)
+        return leaves and guards(self.ctx).polarity(stmt.test) is Polarity.AVAILABLE
 
     def _block(self, suite: cst.BaseSuite | None, env: Env, no_grad: bool) -> Env:
         if suite is None:
@@ -291,8 +338,12 @@ class Provenance:
     def _if(self, stmt: cst.If, env: Env, no_grad: bool) -> Env:
         """Both branches from ``env``, merged (an ``elif`` is the ``else`` branch's ``if``)."""
         self._eval(stmt.test, env, no_grad)
-        a = self._block(stmt.body, env, no_grad)
-        b = self._block(stmt.orelse.body, env, no_grad) if isinstance(stmt.orelse, cst.Else) else (
+        # the no-accelerator path of a device check (`else:` of `if device == "cuda":`, the body of
+        # `if not use_cuda:`) is written for the CPU: no tensor there is on a GPU
+        polarity = guards(self.ctx).polarity(stmt.test)
+        a = self._cpu_block(stmt.body, env, no_grad, polarity is Polarity.UNAVAILABLE)
+        b = self._cpu_block(stmt.orelse.body, env, no_grad, polarity is Polarity.AVAILABLE) \
+            if isinstance(stmt.orelse, cst.Else) else (
             self._stmt(stmt.orelse, dict(env), no_grad) if stmt.orelse is not None else env)
         merged = _merge_env(a, b)
         if stmt.orelse is None and guards(self.ctx).is_test(stmt.test):
@@ -301,6 +352,13 @@ class Provenance:
                 if value is not env.get(key):
                     merged[key] = value
         return merged
+
+    def _cpu_block(self, suite: cst.BaseSuite, env: Env, no_grad: bool, cpu_path: bool) -> Env:
+        self._cpu_path += cpu_path
+        try:
+            return self._block(suite, env, no_grad)
+        finally:
+            self._cpu_path -= cpu_path
 
     def _loop(self, stmt: cst.For | cst.While, env: Env, no_grad: bool) -> Env:
         """The body run twice (what the first run binds, the second sees), merged with not running it."""
@@ -616,6 +674,8 @@ class Provenance:
             return
         if no_grad:
             recv = replace(recv, grad=None, nograd=True)
+        if self._cpu_path:
+            recv = replace(recv, gpu=None)
         prev = self.numpy_receivers.get(call)
         if prev is not None:  # a loop's second run: what may hold on either, what is proven on both
             recv = Val("tensor", recv.grad or prev.grad, recv.gpu or prev.gpu, torch=recv.torch and prev.torch,
@@ -655,7 +715,10 @@ class Provenance:
             return Val("tensor", None, recv.gpu, torch=recv.torch, nograd=True, cpu=recv.cpu)
         if method == "forward":
             return self._module_output(recv, args, complete, no_grad, self.ctx.code(func.value))
-        return None
+        # another method of the module (model.compute_energy(z)): computed from its inputs, so on the GPU
+        # when one is; whether it requires grad is not known
+        gpu = next((a.gpu for a in args if a is not None and a.gpu), None)
+        return Val("tensor", None, gpu, torch=recv.torch) if gpu else None
 
     def _returned(self, call: cst.Call) -> Val | None:
         """What a function of the file, a method of its class, or a function of the project returns."""

@@ -264,10 +264,32 @@ class AstIndex:
                 if target is not None and target is not scope and (
                         self._has_evidence(target) or self._has_evidence(self.module_scope)):
                     return True
+                if target is None and root in ("self", "cls") and scope.cls is not None \
+                        and self._inherited_evidence(scope.cls, rest):
+                    return True
             elif self.project is not None and self._project_returns_evidence(root, rest):
                 return True
             elif self.project is None and root in self.relative_names:
                 return True  # no project to look in: it may
+        return False
+
+    def _inherited_evidence(self, cls: ast.ClassDef, method: str) -> bool:
+        """Does ``method`` of a direct base of ``cls`` (of the file or the project) hold evidence?"""
+        for base in cls.bases:
+            name = dotted(base)
+            if name is None:
+                continue
+            if name in self.class_names:
+                target = self.function_scopes.get(f"{name}.{method}")
+                if target is not None and (self._has_evidence(target) or self._has_evidence(self.module_scope)):
+                    return True
+                continue
+            root, _, rest = name.partition(".")
+            symbol = ".".join(p for p in (rest, method) if p)
+            if self.project is not None and self._project_returns_evidence(root, symbol):
+                return True
+            if self.project is None and root in self.relative_names:
+                return True
         return False
 
     def _project_returns_evidence(self, root: str, rest: str) -> bool:

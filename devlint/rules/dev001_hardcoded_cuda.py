@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from devlint import devices
-from devlint.analysis import device_uses, parameter_used_as_device
+from devlint.analysis import command_line_option, device_uses, parameter_used_as_device
 from devlint.bindings import device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
@@ -52,7 +52,8 @@ class HardcodedCuda(Rule):
     doc_what = '''
 Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
 variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
-`argparse` `--device` default, a `"device"` config entry, a `device=` parameter default that the
+`argparse` `--device` default (unless the option is only compared or spliced into `f"cuda:{...}"`), a
+`"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on), and `.cuda()` calls.
 
 Also: the legacy CUDA tensor types (`torch.cuda.FloatTensor(...)`, `Tensor = torch.cuda.FloatTensor`,
@@ -278,6 +279,8 @@ to lint it.
             if isinstance(param, cst.Param) and not (parameter_used_as_device(ctx, param)
                                                       and relies_on_default(ctx, param)):
                 continue  # def f(device="cuda"): that never puts a tensor there, or whose every call passes one
+            if use.kind is UseKind.ARGPARSE and _option_only_inspected(ctx, ctx.parent(use.expr)):
+                continue  # --device cuda:0 only compared with "cpu" and spliced into f"cuda:{...}"
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
@@ -361,6 +364,35 @@ def _cuda_index(call: cst.Call) -> cst.Integer | Literal[False] | None:
         else:
             return False
     return index
+
+
+def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
+    """Is the argparse option declared by the call around ``arg`` read in this file only to be compared or
+    spliced into an f-string (directly, or through a name only used so), never used as a whole device?"""
+    call = ctx.parent(arg) if arg is not None else None
+    option = command_line_option(call) if isinstance(call, cst.Call) else None
+    if option is None:
+        return False
+    reads = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == option.dest and isinstance(a.value, cst.Name)
+             and ctx.qualname(a) is None]  # args.device, not torch.device
+    return bool(reads) and all(_inspected(ctx, read, depth=1) for read in reads)
+
+
+def _inspected(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
+    parent = ctx.parent(expr)
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.FormattedStringExpression)):
+        return True
+    if depth and isinstance(parent, cst.Assign) and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0].target, cst.Name):
+        name = parent.targets[0].target.value
+        reads = [n for n in ctx.nodes(cst.Name) if n.value == name and not _is_target(ctx, n)]
+        return all(_inspected(ctx, n, depth - 1) for n in reads)
+    return False
+
+
+def _is_target(ctx: Context, name: cst.Name) -> bool:
+    parent = ctx.parent(name)
+    return isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute) and parent.value is not name)
 
 
 def _parameterless_module(ctx: Context, receiver: cst.BaseExpression) -> bool:

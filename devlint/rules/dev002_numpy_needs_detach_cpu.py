@@ -48,9 +48,13 @@ arithmetic on such values) outside `torch.no_grad()` / `torch.inference_mode()`;
 those (indexing, arithmetic, tensor methods).
 
 Values are followed across functions and modules of the linted tree: what a function or method returns
-(`out = self.predict(x)`, a helper imported from another module of the project), attributes set in
-`__init__` and used in another method (`self.model = Net().cuda()`), the tensors of a moved module's
-`state_dict()`, and per branch (`out = out.cpu() if use_cuda else out` is on the CPU either way).
+(`out = self.predict(x)`, a helper imported from another module of the project, a method inherited from a
+direct base class such as a `to_var()` mixin), attributes set in `__init__` and used in another method
+(`self.model = Net().cuda()`), a module built in another method (`self.net = Net()` in `fit()`), what a
+module's other methods compute from a GPU input (`self.net.energy(z)`), the tensors of a moved module's
+`state_dict()`, and per branch (`out = out.cpu() if use_cuda else out` is on the CPU either way). The
+no-accelerator branch of a device check (`else:` of `if device == "cuda":`, the code after
+`if x.is_cuda: return ...`) is the CPU path: no GPU finding there.
 
 Not reported: values already passed through `.detach()` and `.cpu()` (in either order),
 `.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), a `.numpy()` inside
@@ -108,6 +112,9 @@ to lint it.
         Valid("import torch\nw = torch.ones(2, requires_grad=True).cuda()\ny = w.numpy(force=True)\n"),
         Valid("import torch\nimport tensorflow as tf\ny = tf.constant([1.0]).numpy()\n"),
         Valid("import torch\ndef f(t):\n    return t.numpy()\n"),
+        Valid("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+              "x = torch.ones(2).to(device)\nif device == 'cuda':\n    y = x.cpu().numpy()\n"
+              "else:\n    y = x.numpy()\n"),
     )
     INVALID = (
         Invalid(
@@ -121,6 +128,12 @@ to lint it.
                 fixed="import torch\nt = torch.zeros(3).cuda()\ny = t.cpu().numpy()\n"),
         Invalid("import torch as T\np = T.nn.Parameter(T.zeros(2))\ny = (p * 2).numpy()\n",
                 fixed="import torch as T\np = T.nn.Parameter(T.zeros(2))\ny = (p * 2).detach().numpy()\n"),
+        Invalid("import torch\nclass Utils:\n    def to_var(self, t):\n        return t.to(self.device)\n"
+                "class Detector(Utils):\n    def predict(self, x):\n"
+                "        with torch.no_grad():\n            return torch.relu(self.to_var(x)).numpy()\n",
+                fixed="import torch\nclass Utils:\n    def to_var(self, t):\n        return t.to(self.device)\n"
+                      "class Detector(Utils):\n    def predict(self, x):\n"
+                      "        with torch.no_grad():\n            return torch.relu(self.to_var(x)).cpu().numpy()\n"),
         Invalid("import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\ny = net(torch.ones(2)).numpy()\n",
                 fixed="import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\n"
                       "y = net(torch.ones(2)).detach().numpy()\n"),

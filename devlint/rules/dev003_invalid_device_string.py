@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from devlint import devices
-from devlint.analysis import DeviceUse, DeviceUses, device_uses
+from devlint.analysis import DeviceUse, DeviceUses, command_line_options, device_uses
 from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
@@ -81,7 +81,43 @@ def _built_device(ctx: Context, node: cst.CSTNode) -> str | None:
         return f'"{head}" + ",".join(...)'
     if isinstance(expr, cst.Name) and _bound_to_sequence(ctx, expr.value):
         return f'"{head}{{{expr.value}}}" with a list'
+    return _from_command_line(ctx, head, expr) if isinstance(node, cst.FormattedString) else None
+
+
+_ID_LIST = re.compile(r"\d+(?:,\d+)+")  # "0,1,2,3"; not "0, 1 or 2" (alternatives)
+
+
+def _from_command_line(ctx: Context, head: str, expr: cst.BaseExpression) -> str | None:
+    """``f"cuda:{args.device}"`` (or a name only ever bound to ``args.device``) where the option's default
+    makes an invalid string (``--device`` defaulting to ``"cuda:0"`` gives ``"cuda:cuda:0"``), or where the
+    option's own help offers several ids (``"0 or 0,1,2,3 or cpu"``), which make one string torch rejects."""
+    attr = _option_attribute(ctx, expr)
+    option = command_line_options(ctx).get(attr) if attr is not None else None
+    if option is None or dotted_name(option.keywords.get("type")) == "int":
+        return None  # an int option is one id
+    default = option.text("default")
+    shown = f"{{args.{option.dest}}}"
+    if default is not None and not devices.is_valid(head + default):
+        return f'"{head}{shown}" with the default "{default}" (which gives "{head}{default}")'
+    offered = _ID_LIST.search(option.text("help") or "")
+    if offered:
+        return f'"{head}{shown}" with several ids (its help offers "{offered.group(0)}")'
     return None
+
+
+def _option_attribute(ctx: Context, expr: cst.BaseExpression) -> str | None:
+    """The attribute name of ``args.<name>``, or of the one value every assignment of a name takes."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        return expr.attr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    values = {ctx.code(a.value) for a in ctx.nodes(cst.Assign) for t in a.targets
+              if isinstance(t.target, cst.Name) and t.target.value == expr.value}
+    if len(values) != 1:
+        return None
+    value = next(iter(values))
+    parts = value.split(".")
+    return parts[1] if len(parts) == 2 and all(p.isidentifier() for p in parts) else None
 
 
 def _joins_with_commas(expr: cst.BaseExpression) -> bool:
@@ -195,8 +231,10 @@ space or leading zero. A property test keeps devlint's copy in agreement with th
 `torch.device`.
 
 Also device strings built from parts that make them invalid: `f"cuda:{gpu_ids}"` with `gpu_ids` a list or
-tuple, `"cuda:" + ",".join(...)` (several ids make one string torch rejects), and a misspelt default that
-reaches torch (`def run(x, device="gpu"): return x.to(device)`).
+tuple, `"cuda:" + ",".join(...)` (several ids make one string torch rejects), a misspelt default that
+reaches torch (`def run(x, device="gpu"): return x.to(device)`), and `f"cuda:{args.device}"` where the
+`argparse` option's default makes an invalid string (`default="cuda:0"` gives `"cuda:cuda:0"`) or its help
+offers several ids (`help="0 or 0,1,2,3 or cpu"`); an option with `type=int` is one id.
 
 `device=` keywords of other libraries are skipped (DALI's `device="gpu"`). A string passed straight to
 `torch.device(...)`, `.to(...)` or a torch function's `device=` is checked whatever it says; a string
@@ -228,8 +266,8 @@ ONNX Runtime and the like, a string that only may reach a device position is rep
 shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess the intent: unsafe.
 '''
     doc_known_problems = '''
-Strings built at run time (f-strings, `"cuda:" + str(i)`, values read from a config file) are not
-checked. A device type registered by an out-of-tree backend that devlint does not know is reported until
+Other strings built at run time (`"cuda:" + str(i)`, values read from a config file or passed in by a
+caller) are not checked. A device type registered by an out-of-tree backend that devlint does not know is reported until
 it is added to its list.
 '''
     doc_options = '''
@@ -248,6 +286,9 @@ to lint it.
     VALID = (
         Valid('import torch\nx = torch.zeros(1, device="cuda:0" if torch.cuda.is_available() else "cpu")\n'),
         Valid('import torch\nd = torch.device("mps")\ne = torch.device("npu:0")  # an out-of-tree backend\n'),
+        Valid('import argparse\nimport torch\np = argparse.ArgumentParser()\n'
+              'p.add_argument("--gpu", type=int, default=0, help="one id, not 0,1")\n'
+              'args = p.parse_args()\ndevice = torch.device(f"cuda:{args.gpu}")\n'),
         Valid('import torch\ndef valid(s):\n    try:\n        torch.device(s)\n    except RuntimeError:\n'
               '        return False\n'),
         Valid('import torch\ntry:\n    d = torch.device("CUDA")\nexcept RuntimeError:\n    d = torch.device("cpu")\n'),
@@ -276,6 +317,9 @@ to lint it.
                 fixed='import torch\ndevice = "cuda"\nmodel.to(device)\n'),
         Invalid('# no torch import: reported, not fixed\nDEVICE = "CUDA:0"\n'),
         Invalid('import torch\ntry:\n    x = torch.zeros(1, device="CUDA")\nexcept Exception:\n    x = None\n'),
+        Invalid('import argparse\nimport torch\np = argparse.ArgumentParser()\n'
+                'p.add_argument("--device", default="0", help="cuda device, i.e. 0 or 0,1,2,3 or cpu")\n'
+                'args = p.parse_args()\ndevice = torch.device(f"cuda:{args.device}")\n'),
     )
 
     def screen(self, index: AstIndex) -> bool:
@@ -329,9 +373,13 @@ to lint it.
             use = uses.use_of(node)
             if use is None or use.kind.loose or _caught(ctx, node):
                 continue
-            message = (f'Device string built as {shape} is not one device: torch.device raises "Invalid device '
-                       f'string"; pick one index ("cuda:0"), or set CUDA_VISIBLE_DEVICES before importing torch '
-                       f'and use "cuda", or nn.DataParallel(model, device_ids=...)')
+            if "with the default" in shape:
+                message = (f'Device string built as {shape} is invalid: torch.device raises "Invalid device '
+                           f'string"; make the default an index ("0"), or use the option as the whole device')
+            else:
+                message = (f'Device string built as {shape} is not one device: torch.device raises "Invalid '
+                           f'device string"; pick one index ("cuda:0"), or set CUDA_VISIBLE_DEVICES before '
+                           f'importing torch and use "cuda", or nn.DataParallel(model, device_ids=...)')
             yield self.finding(ctx, node, message, evidence=DeviceStringEvidence(value="cuda:1,2", fixed=None))
 
     @staticmethod
