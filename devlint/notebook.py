@@ -387,13 +387,15 @@ def mask(cell: Cell, nonce: str) -> Masked:
 
 def unmask(masked: Masked, text: str) -> str | None:
     """The cell's code from its (fixed) masked ``text``: markers restored, the added newline removed; None
-    when a masked line is not there exactly once (the fix touched it)."""
+    when a masked line is not there exactly once (a fix touched it)."""
     out: list[str] = []
     seen: set[str] = set()
     for line in _lines(text):
         match = _MARKER.fullmatch(line.rstrip("\r\n"))
         marker = match.group(1) if match else None
-        if marker is not None and marker in masked.originals and marker not in seen:
+        if marker is not None and marker in masked.originals:
+            if marker in seen:
+                return None
             seen.add(marker)
             out.append(masked.originals[marker])
         else:
@@ -406,7 +408,7 @@ def unmask(masked: Masked, text: str) -> str | None:
     return restored
 
 
-_MARKER = re.compile(r"[ \t]*pass  # (devlint-ipython\d*:\d+\.\d+)")
+_MARKER = re.compile(r"[ \t]*pass  # (\S+)")
 
 
 def syntax_error(text: str) -> Exception | None:

@@ -351,7 +351,7 @@ def notebook_script(path: str) -> str:
     try:
         text = notebook.to_script(notebook.parse(data))
     except notebook.NotebookError as exc:
-        raise VerifyError(f"--run: {path}: {exc}") from None
+        raise VerifyError(f"--run: {os.path.basename(path)}: {exc}") from None
     script = path + ".py"
     with open(script, "w", encoding="utf-8") as fh:
         fh.write(text)

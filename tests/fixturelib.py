@@ -95,8 +95,63 @@ def update() -> None:
                 path.unlink()
 
 
+# --- notebooks: fixtures/notebooks/NAME.ipynb, NAME.expected (``cell:line:col CODE``), NAME.fixed.ipynb and
+# NAME.safe.ipynb (the file after --fix --unsafe-fixes / --fix, where it changes) ----------------------------
+NOTEBOOKS = FIXTURES / "notebooks"
+
+
+def notebook_inputs() -> list[Path]:
+    return sorted(p for p in NOTEBOOKS.glob("*.ipynb") if not p.name.endswith((".fixed.ipynb", ".safe.ipynb")))
+
+
+def notebook_fixed_path(src: Path, unsafe: bool = True) -> Path:
+    return src.with_name(src.stem + (".fixed.ipynb" if unsafe else ".safe.ipynb"))
+
+
+def notebook_findings_lines(src: Path) -> list[str]:
+    from devlint.config import Config
+    from devlint.rules import all_rules
+    from devlint.runner import Options, run
+
+    result = run([str(src)], Config(root=FIXTURES), Options(select=set(all_rules())))
+    assert not result.crashes, result.crashes
+    return [f"{f.cell}:{f.start.row}:{f.start.column} {f.code}" for f in sorted(result.findings, key=lambda f: f.sort_key)]
+
+
+def notebook_fixed_bytes(src: Path, unsafe: bool = True) -> bytes:
+    """The notebook's bytes after ``devlint --fix`` (``--unsafe-fixes`` too when ``unsafe``), on a copy."""
+    import shutil
+    import tempfile
+
+    from devlint.config import Config
+    from devlint.rules import all_rules
+    from devlint.runner import Options, run
+
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / src.name
+        shutil.copy(src, copy)
+        result = run([str(copy)], Config(root=Path(scratch)), Options(select=set(all_rules()), fix=True,
+                                                                       unsafe_fixes=unsafe))
+        assert not result.crashes, result.crashes
+        return copy.read_bytes()
+
+
+def update_notebooks() -> None:
+    for src in notebook_inputs():
+        expected_path(src).write_text("".join(line + "\n" for line in notebook_findings_lines(src)))
+        original = src.read_bytes()
+        full, safe = notebook_fixed_bytes(src), notebook_fixed_bytes(src, unsafe=False)
+        for path, content, keep in ((notebook_fixed_path(src), full, full != original),
+                                    (notebook_fixed_path(src, unsafe=False), safe, safe not in (original, full))):
+            if keep:
+                path.write_bytes(content)
+            elif path.exists():
+                path.unlink()
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--update"]:
         update()
+        update_notebooks()
     else:
         print(__doc__)

@@ -6,6 +6,7 @@ would build a fresh one per call."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -80,6 +81,25 @@ def test_hook_reports_findings_and_passes_on_clean_files(repo, home):
     (repo / "train.py").write_text('import torch\nx = torch.zeros(2)\n')
     _git(repo, "add", ".")
     result = _pre_commit(repo, home, "--all-files")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed" in result.stdout
+
+
+def test_hook_checks_notebooks(repo, home):
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# t"]},
+                    {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                     "source": ["!nvidia-smi\n", "import torch\n", "x = torch.zeros(2).cuda()"]}],
+          "metadata": {"accelerator": "GPU"}, "nbformat": 4, "nbformat_minor": 5}
+    (repo / "train.ipynb").write_text(json.dumps(nb, indent=1) + "\n")
+    _git(repo, "add", ".")
+    result = _pre_commit(repo, home)  # the staged files: the notebook is one
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "train.ipynb:cell 2:3:5: DEV001 .cuda() crashes without a GPU" in result.stdout
+
+    nb["cells"][1]["source"][2] = "x = torch.zeros(2)"
+    (repo / "train.ipynb").write_text(json.dumps(nb, indent=1) + "\n")
+    _git(repo, "add", ".")
+    result = _pre_commit(repo, home)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Passed" in result.stdout
 
