@@ -305,6 +305,7 @@ def summarise(findings: list[Finding], stats: Counter[str], wall: float) -> dict
         "notebooks": stats["notebooks"], "code_cells": stats["code cells"], "code_lines": stats["code lines"],
         "colab_gpu_notebooks": stats["colab gpu"], "not_json": stats["not json"],
         "notebooks_with_diagnostics": len({f"{f.repo}/{f.path}" for f in diagnostics}),
+        "diagnostics": len(diagnostics),
         "diagnostics_by_code": {code: len(paths) for code, paths in sorted(by_code.items())},
         "notebooks_with_findings": len({f"{f.repo}/{f.path}" for f in rules}),
         "findings_by_rule": dict(sorted(Counter(f.code for f in rules).items())),
@@ -317,7 +318,7 @@ def format_summary(summary: dict[str, object], per_repo: dict[str, Counter[str]]
              f"{summary['code_lines']} code lines; {summary['colab_gpu_notebooks']} with Colab GPU metadata, "
              f"{summary['not_json']} not JSON)",
              f"notebooks with parse diagnostics: {summary['notebooks_with_diagnostics']} "
-             f"{_counts(summary['diagnostics_by_code'])}",
+             f"{_counts(summary['diagnostics_by_code'])}, {summary['diagnostics']} diagnostics (a cell each)",
              f"notebooks with findings: {summary['notebooks_with_findings']}",
              f"findings by rule: {_counts(summary['findings_by_rule'])}",
              f"devlint wall time: {summary['wall_s']:.1f} s",
@@ -379,21 +380,31 @@ def load_review(path: Path = REVIEW) -> list[dict[str, str]]:
 
 
 def review_precision(rows: list[dict[str, str]], findings: list[Finding]) -> dict[str, dict[str, int]]:
-    """Per rule: reviewed findings devlint still reports judged bug / ok, and reviewed rows it no longer does."""
-    reported = {(f.repo, f.commit, f.path, str(f.cell or ""), str(f.line), f.code) for f in findings}
-    out: dict[str, dict[str, int]] = defaultdict(lambda: {"bug": 0, "ok": 0, "gone": 0})
-    for row in rows:
-        key = (row["repo"], row["commit"], row["path"], row["cell"], row["line"], row["rule"])
-        out[row["rule"]][row["verdict"] if key in reported else "gone"] += 1
+    """Per rule, as bench/realcode.py scores labels (a verdict is about a line: two findings of a rule on one
+    line take its verdict twice): findings on lines reviewed ``bug`` / ``ok``, findings on no reviewed line,
+    and reviewed lines devlint no longer reports."""
+    verdicts = {(r["repo"], r["commit"], r["path"], r["cell"], r["line"], r["rule"]): r["verdict"] for r in rows}
+    out: dict[str, dict[str, int]] = defaultdict(lambda: {"bug": 0, "ok": 0, "unreviewed": 0, "gone": 0})
+    reported = set()
+    for f in findings:
+        if f.is_diagnostic:
+            continue
+        key = (f.repo, f.commit, f.path, str(f.cell or ""), str(f.line), f.code)
+        reported.add(key)
+        out[f.code][verdicts.get(key, "unreviewed")] += 1
+    for key in verdicts.keys() - reported:
+        out[key[5]]["gone"] += 1
     return dict(sorted(out.items()))
 
 
 def format_review(precision: dict[str, dict[str, int]]) -> str:
-    lines = ["| rule | reviewed | bug | ok | precision | no longer reported |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| rule | findings | reviewed bug | reviewed ok | precision | unreviewed | reviewed, no longer reported |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for rule, c in precision.items():
         judged = c["bug"] + c["ok"]
         pct = f"{100 * c['bug'] / judged:.0f}%" if judged else "-"
-        lines.append(f"| {rule} | {judged} | {c['bug']} | {c['ok']} | {pct} | {c['gone']} |")
+        lines.append(f"| {rule} | {judged + c['unreviewed']} | {c['bug']} | {c['ok']} | {pct} | {c['unreviewed']} | "
+                     f"{c['gone']} |")
     return "\n".join(lines)
 
 

@@ -190,16 +190,17 @@ def test_the_sample_is_seeded_and_leaves_diagnostics_out():
     assert len(nb.sample(findings, 500, seed=3)) == 49
 
 
-def test_the_review_counts_verdicts_of_findings_still_reported(tmp_path):
+def test_the_review_scores_findings_by_the_verdict_of_their_line(tmp_path):
     path = tmp_path / "review.csv"
     path.write_text("repo,commit,path,cell,line,rule,verdict,reason\n"
                     f"o/n,{COMMIT},x.ipynb,2,1,DEV001,bug,crashes\n"
                     f"o/n,{COMMIT},x.ipynb,2,2,DEV001,ok,\"guarded, by a check\"\n"
                     f"o/n,{COMMIT},x.ipynb,2,9,DEV001,bug,no longer found\n")
     rows = nb.load_review(path)
-    precision = nb.review_precision(rows, [_finding(1), _finding(2)])
-    assert precision == {"DEV001": {"bug": 1, "ok": 1, "gone": 1}}
-    assert "| DEV001 | 2 | 1 | 1 | 50% | 1 |" in nb.format_review(precision)
+    findings = [_finding(1), _finding(1), _finding(2), _finding(3), _finding(1, "E999")]  # two on line 1
+    precision = nb.review_precision(rows, findings)
+    assert precision == {"DEV001": {"bug": 2, "ok": 1, "unreviewed": 1, "gone": 1}}
+    assert "| DEV001 | 4 | 2 | 1 | 67% | 1 | 1 |" in nb.format_review(precision)
 
 
 def test_a_review_verdict_other_than_bug_or_ok_is_rejected(tmp_path):
