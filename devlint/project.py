@@ -45,6 +45,7 @@ class Project:
         self._callers: dict[str, list[tuple[Context, cst.Call]] | None] = {}
         self.consulted: set[str] = set()
         self._evidence: dict[str, dict[str, bool]] = {}
+        self._exports: dict[str, dict[str, tuple[int, str, str]]] = {}
 
     # --- files ----------------------------------------------------------------------------------
     def read(self, path: str) -> bytes | None:
@@ -123,7 +124,45 @@ class Project:
 
     def resolve_relative_name(self, path: str, spec: tuple[int, str, str]) -> tuple[str, str] | None:
         """(file, symbol) of a name bound by ``from <level dots><module> import <name>`` in ``path``."""
-        return self._relative_file(path, *spec)
+        found = self._relative_file(path, *spec)
+        return self.follow_export(*found) if found is not None else None
+
+    def follow_export(self, path: str, symbol: str, depth: int = 3) -> tuple[str, str]:
+        """Where ``symbol`` of ``path`` is defined when ``path`` only re-exports it (``from .loss import
+        CrossEntropyLoss`` in a package's ``__init__.py``): followed through up to ``depth`` files."""
+        head, dot, rest = symbol.partition(".")
+        spec = self._exported(path).get(head) if head else None
+        if spec is None or depth == 0:
+            return path, symbol
+        level, module, name = spec
+        if level:
+            found = self._relative_file(path, level, module, name)
+        else:
+            file = self.module_file(module, path)
+            found = (file, name) if file is not None else None
+        if found is None:
+            return path, symbol
+        target, inner = found
+        return self.follow_export(target, ".".join(p for p in (inner, rest) if p), depth - 1)
+
+    def _exported(self, path: str) -> dict[str, tuple[int, str, str]]:
+        """The names ``path`` binds with ``from ... import`` at its top level: (level, module, name)."""
+        if path not in self._exports:
+            import ast
+
+            from devlint import screen
+
+            data = self.read(path)
+            tree = screen.parse(data) if data is not None and b"import" in data and len(data) <= 2 * 1024 * 1024 \
+                else None
+            names: dict[str, tuple[int, str, str]] = {}
+            for node in tree.body if isinstance(tree, ast.Module) else []:
+                if isinstance(node, ast.ImportFrom) and (node.level or self.has_module(node.module or "")):
+                    for alias in node.names:
+                        if alias.name != "*":
+                            names[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
+            self._exports[path] = names
+        return self._exports[path]
 
     def _relative_file(self, path: str, level: int, module: str, name: str) -> tuple[str, str] | None:
         base = os.path.dirname(os.path.abspath(path))
@@ -147,7 +186,7 @@ class Project:
             if found is None:
                 return None
             path, symbol = found
-            return path, ".".join(p for p in (symbol, rest) if p)
+            return self.follow_export(path, ".".join(p for p in (symbol, rest) if p))
         target = ctx.aliases.get(root)
         if target is None:
             return os.path.abspath(ctx.path), dotted
@@ -156,7 +195,7 @@ class Project:
         for i in range(len(parts) - 1, 0, -1):
             file = self.module_file(".".join(parts[:i]), ctx.path)
             if file is not None:
-                return file, ".".join(parts[i:])
+                return self.follow_export(file, ".".join(parts[i:]))
         return None
 
     def definition(self, path: str, symbol: str) -> Definition | None:
@@ -195,21 +234,22 @@ class Project:
             self._nccl = any(pattern.search(self.read(p) or b"") for p in self.paths)
         return self._nccl
 
-    def calls_named(self, name: str, also: str | None = None,
+    def calls_named(self, name: str, also: tuple[str, ...] = (),
                     home: str | None = None) -> list[tuple[Context, cst.Call]] | None:
         """Every call of something named ``name`` (``name(...)``, ``x.name(...)``) in the run's files (with
-        ``also``: only in the files that mention it too (a method's class, a function's module) and in
-        ``home``, its own file), or None when too many files call it to look at them all."""
+        ``also``: only in the files that mention one of those too (a method's class, a function's module or
+        its package) and in ``home``, its own file), or None when too many files call it to look at them all."""
         key = f"{name}/{also}/{home}"
         if key not in self._callers:
             word = name.encode()
             pattern = re.compile(rb"\b" + re.escape(word) + rb"\s*\(")
-            other = also.encode() if also else None
+            others = [a.encode() for a in also]
             files = []
             for p in self.paths:
                 data = self.read(p) or b""
                 # bytes.find first (memmem): a regex over every file for every name costs seconds
-                if word in data and (other is None or other in data or p == home) and pattern.search(data):
+                if word in data and (not others or any(o in data for o in others) or p == home) \
+                        and pattern.search(data):
                     files.append(p)
             if len(files) > self.MAX_CALLER_FILES:
                 self._callers[key] = None
@@ -308,10 +348,11 @@ def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.C
     name = target.name.value
     project = ctx.project
     home = os.path.abspath(ctx.path)
-    # a caller elsewhere names the method's class, or imports the function from its module (by its name)
-    also = cls.name.value if cls is not None else os.path.splitext(os.path.basename(home))[0]
-    if also == "__init__":
-        also = os.path.basename(os.path.dirname(home))
+    # a caller elsewhere names the method's class, or imports the function from its module (by its name) or
+    # from its package (which re-exports it)
+    package = os.path.basename(os.path.dirname(home))
+    module = os.path.splitext(os.path.basename(home))[0]
+    also = (cls.name.value,) if cls is not None else (package,) if module == "__init__" else (module, package)
     candidates = project.calls_named(name, also, home) if project is not None \
         else [(ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").split(".")[-1] == name]
     if candidates is None:

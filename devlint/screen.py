@@ -312,7 +312,7 @@ class AstIndex:
             for i in range(len(parts) - 1, 0, -1):
                 path = project.module_file(".".join(parts[:i]), self.path or "")
                 if path is not None:
-                    found.append((path, ".".join(parts[i:])))
+                    found.append(project.follow_export(path, ".".join(parts[i:])))
                     break
         return found
 
