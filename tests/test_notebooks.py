@@ -590,3 +590,28 @@ def test_fixtures_are_not_picked_up_as_python_fixtures():
 
     assert not [p for p in fixture_inputs() if p.suffix != ".py"]
     assert all(p.parent == FIXTURES / "notebooks" for p in INPUTS)
+
+
+# --- the README ---------------------------------------------------------------------------------------------
+README = (FIXTURES.parent / "README.md").read_text()
+
+
+def test_readme_notebook_output_is_real(monkeypatch):
+    block = re.search(r"```console\n\$ devlint fixtures/notebooks/colab_classifier.ipynb\n(.*?)```", README, re.S)
+    monkeypatch.chdir(FIXTURES.parent)
+    result = invoke("--no-cache", "fixtures/notebooks/colab_classifier.ipynb")
+    assert result.exit_code == 1
+    assert result.output == block.group(1)
+
+
+@pytest.mark.slow
+def test_readme_verify_run_output_is_real(monkeypatch, targets_detected_once):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("the README shows a CPU-only machine")
+    block = re.search(r"```console\n\$ devlint verify --run fixtures/notebooks/colab_classifier.ipynb\n(.*?)```",
+                      README, re.S)
+    monkeypatch.chdir(FIXTURES.parent)
+    result = invoke("verify", "--run", "fixtures/notebooks/colab_classifier.ipynb", "--timeout", "240")
+    assert result.exit_code == 0
+    assert result.output == block.group(1)
