@@ -185,11 +185,8 @@ def parameter_used_as_device(ctx: Context, param: cst.Param, uses: DeviceUses | 
         parent = ctx.parent(node)
         if isinstance(parent, (cst.Attribute, cst.Comparison, cst.ComparisonTarget, cst.Param)):
             continue  # x.device (another object's), device.type (a read), device == "cpu", the parameter itself
-        target = parent
-        while isinstance(target, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
-            target = ctx.parent(target)
-        if isinstance(target, cst.AssignTarget):
-            continue  # device, enabled = "cpu", False: rebound, not used
+        if _rebound_or_unread(ctx, parent):
+            continue
         if isinstance(parent, cst.Arg):
             if parent.keyword is node:
                 continue  # f(device=...): the keyword, not the variable
@@ -202,6 +199,37 @@ def parameter_used_as_device(ctx: Context, param: cst.Param, uses: DeviceUses | 
             continue
         return True  # assigned, returned, stored, formatted: it gets out of sight
     return False
+
+
+def _rebound_or_unread(ctx: Context, parent: cst.CSTNode | None) -> bool:
+    """``device, enabled = "cpu", False`` (the parameter rebound, not used), or ``self.device = device``
+    that nothing reads."""
+    target = parent
+    while isinstance(target, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
+        target = ctx.parent(target)
+    return isinstance(target, cst.AssignTarget) or (isinstance(parent, cst.Assign) and _stored_unread(ctx, parent))
+
+
+def _stored_unread(ctx: Context, assign: cst.Assign) -> bool:
+    """``self.<attr> = value`` where no ``<attr>`` attribute is read anywhere in the file."""
+    if len(assign.targets) != 1:
+        return False
+    target = assign.targets[0].target
+    if not (isinstance(target, cst.Attribute) and _is_self(target.value)):
+        return False
+    attr = target.attr.value
+    cls = next((a for a in ctx.ancestors(assign) if isinstance(a, cst.ClassDef)), None)
+    if cls is None:
+        return False
+    # read by the class (self.device) or through an object of it elsewhere (loss.device): any read counts
+    return not any(a.attr.value == attr and a is not target and not isinstance(ctx.parent(a), cst.AssignTarget)
+                   and ctx.qualname(a) is None  # torch.device is no read of it
+                   and (not _is_self(a.value) or any(c is cls for c in ctx.ancestors(a)))
+                   for a in ctx.nodes(cst.Attribute))
+
+
+def _is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
 
 
 def device_uses(ctx: Context) -> DeviceUses:

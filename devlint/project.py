@@ -130,7 +130,7 @@ class Project:
     def follow_export(self, path: str, symbol: str, depth: int = 3) -> tuple[str, str]:
         """Where ``symbol`` of ``path`` is defined when ``path`` only re-exports it (``from .loss import
         CrossEntropyLoss`` in a package's ``__init__.py``): followed through up to ``depth`` files."""
-        head, dot, rest = symbol.partition(".")
+        head, _, rest = symbol.partition(".")
         spec = self._exported(path).get(head) if head else None
         if spec is None or depth == 0:
             return path, symbol

@@ -448,7 +448,10 @@ class Provenance:
                 if elems is not None and len(elems) == len(target.elements):
                     self._bind(el.value, self._eval(elems[i].value, env, False), env)
                 else:
-                    self._bind(el.value, value if value is not None and value.kind == "tensor" else None, env)
+                    part = value if value is not None and value.kind == "tensor" else None
+                    if part is not None and i == 1 and _returns_indices(self.ctx, source):
+                        part = replace(part, grad=None, nograd=True)  # (values, indices): integers
+                    self._bind(el.value, part, env)
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, None, env)
         elif isinstance(target, (cst.Attribute, cst.Subscript)):
@@ -492,9 +495,10 @@ class Provenance:
             return replace(out, grad=None, nograd=True) if out else None
         if isinstance(expr, cst.IfExp):
             self._eval(expr.test, env, no_grad)
-            body, orelse = self._eval(expr.body, env, no_grad), self._eval(expr.orelse, env, no_grad)
             # `out.cpu() if use_cuda else out`: the branch taken without an accelerator holds no GPU value
             polarity = guards(self.ctx).polarity(expr.test)
+            body = self._eval_on_path(expr.body, env, no_grad, polarity is Polarity.UNAVAILABLE)
+            orelse = self._eval_on_path(expr.orelse, env, no_grad, polarity is Polarity.AVAILABLE)
             if polarity is Polarity.AVAILABLE and orelse is not None:
                 orelse = replace(orelse, gpu=None)
             elif polarity is Polarity.UNAVAILABLE and body is not None:
@@ -508,6 +512,13 @@ class Provenance:
             return None
         self._scan(expr, env, no_grad)
         return None
+
+    def _eval_on_path(self, expr: cst.BaseExpression, env: Env, no_grad: bool, cpu_path: bool) -> Val | None:
+        self._cpu_path += cpu_path
+        try:
+            return self._eval(expr, env, no_grad)
+        finally:
+            self._cpu_path -= cpu_path
 
     def _attribute(self, expr: cst.Attribute, env: Env, no_grad: bool) -> Val | None:
         """``x.attr``: what is bound to the dotted name, else the tensor ``x`` is (``.data``/``.grad``
@@ -780,6 +791,23 @@ def _tensor_method(method: str, recv: Val, args: list[Val | None], complete: boo
     if out is not None:
         out = replace(out, cpu=recv.cpu, torch=recv.torch)  # a method's result lives where its tensor does
     return replace(out, grad=None, nograd=True) if out and no_grad else out
+
+
+# torch functions and tensor methods that return (values, indices) when given a dimension
+_WITH_INDICES = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "nanmedian", "cummax",
+                           "cummin"})
+
+
+def _returns_indices(ctx: Context, source: cst.CSTNode | None) -> bool:
+    """Is ``source`` ``torch.max(x, 1)`` / ``x.max(dim=1)`` / ``x.topk(k)`` ...: a (values, indices) pair?"""
+    if not isinstance(source, cst.Call):
+        return False
+    qn = ctx.qualname(source.func)
+    if qn is not None:
+        return qn.startswith("torch.") and qn.split(".")[-1] in _WITH_INDICES and len(source.args) >= 2
+    func = source.func
+    return isinstance(func, cst.Attribute) and func.attr.value in _WITH_INDICES \
+        and (len(source.args) >= 1 or func.attr.value == "sort")
 
 
 _BUILDING: set[int] = set()  # contexts whose provenance is being computed (imports may cycle)

@@ -54,7 +54,8 @@ Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used 
 variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
 `argparse` `--device` default (unless the option is only compared or spliced into `f"cuda:{...}"`), a
 `"device"` config entry, a `device=` parameter default that the
-function uses as a device or passes on), and `.cuda()` calls.
+function uses as a device or passes on and some call relies on: `device="cuda"` or
+`device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads), and `.cuda()` calls.
 
 Also: the legacy CUDA tensor types (`torch.cuda.FloatTensor(...)`, `Tensor = torch.cuda.FloatTensor`,
 `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), and a `"cuda"` passed to a function or method of
@@ -275,7 +276,7 @@ to lint it.
             use = uses.use_of(node)
             if use is None or guard.is_guarded(node):
                 continue
-            param = ctx.parent(use.expr) if use.kind is UseKind.DEFAULT else None
+            param = ctx.parent(use.expr) if use.kind is UseKind.DEFAULT else _default_of(ctx, use.expr)
             if isinstance(param, cst.Param) and not (parameter_used_as_device(ctx, param)
                                                       and relies_on_default(ctx, param)):
                 continue  # def f(device="cuda"): that never puts a tensor there, or whose every call passes one
@@ -364,6 +365,16 @@ def _cuda_index(call: cst.Call) -> cst.Integer | Literal[False] | None:
         else:
             return False
     return index
+
+
+def _default_of(ctx: Context, string: cst.BaseExpression) -> cst.Param | None:
+    """The parameter whose default is ``torch.device(<string>)``, if any."""
+    arg = ctx.parent(string)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(call, cst.Call) or ctx.qualname(call.func) != UseKind.TORCH_DEVICE.value:
+        return None
+    param = ctx.parent(call)
+    return param if isinstance(param, cst.Param) and param.default is call else None
 
 
 def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:

@@ -59,7 +59,9 @@ no-accelerator branch of a device check (`else:` of `if device == "cuda":`, the 
 Not reported: values already passed through `.detach()` and `.cpu()` (in either order),
 `.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), a `.numpy()` inside
 `torch.no_grad()` / `torch.inference_mode()` on a tensor only suspected of grad (torch 2.13 lets it through
-there; only a GPU tensor fails), integer results (`.argmax()`, `.to(torch.uint8)`), objects that are not
+there; only a GPU tensor fails), integer results (`.argmax()`, `.to(torch.uint8)`, the indices of
+`_, pred = torch.max(out, 1)`), the branch of `x.numpy() if not use_cuda else x.cpu().numpy()` taken without
+CUDA, objects that are not
 torch tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
 parameters with no evidence: precision beats recall here.
 '''
