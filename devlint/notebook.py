@@ -473,6 +473,19 @@ def build(nb: Notebook, excluded: dict[int, str] | None = None) -> Module:
     return Module("".join(parts), nonce, cells)
 
 
+def parsed(nb: Notebook) -> tuple[Module, dict[int, Exception]]:
+    """The module of ``nb``'s code cells without the cells that do not parse, and why each does not."""
+    module = build(nb)
+    errors: dict[int, Exception] = {}
+    for number, masked in module.cells.items():
+        error = syntax_error(masked.text) if masked.text is not None else None
+        if error is not None:
+            errors[number] = error
+    if errors:
+        module = build(nb, dict.fromkeys(errors, "does not parse"))
+    return module, errors
+
+
 def row_map(module: Module, text: str) -> list[tuple[int, int]]:
     """(cell, row in the cell) for each row of ``text`` (the module or a fixed version of it), 1-based; a
     separator row counts as the row after the end of the cell before it."""
@@ -625,10 +638,7 @@ def _item_rows(text: str, cell: Cell, line: int, out: dict[tuple[int, int], int]
 def to_script(nb: Notebook) -> str:
     """The code cells in order as a script, magics dropped (``pass``), cells that are not Python left out,
     and IPython's ``display`` defined where it is missing: what ``devlint verify --run`` runs."""
-    module = build(nb)
-    excluded = {n: "does not parse" for n, m in module.cells.items()
-                if m.text is not None and syntax_error(m.text) is not None}
-    module = build(nb, excluded)
+    module, _ = parsed(nb)
     prelude = ("import builtins as _devlint_builtins\n"
                "if not hasattr(_devlint_builtins, 'display'):\n"
                "    _devlint_builtins.display = lambda *objs, **kwargs: print(*objs)\n")

@@ -202,15 +202,9 @@ def _notebook(result: FileResult, data: bytes, rules: list[Rule], options: Optio
 
 def _cells_module(nb: notebook.Notebook, path: str) -> tuple[notebook.Module, dict[int, str], list[Finding]]:
     """The module of the code cells without those that do not parse, which are each reported (E999)."""
-    module = notebook.build(nb)
-    excluded: dict[int, str] = {}
-    broken: list[Finding] = []
-    for number, masked in module.cells.items():
-        error = notebook.syntax_error(masked.text) if masked.text is not None else None
-        if error is not None:
-            excluded[number] = "does not parse"
-            broken.append(dataclasses.replace(syntax_finding(path, error), cell=number))
-    return (notebook.build(nb, excluded) if excluded else module), excluded, broken
+    module, errors = notebook.parsed(nb)
+    broken = [dataclasses.replace(syntax_finding(path, error), cell=number) for number, error in errors.items()]
+    return module, dict.fromkeys(errors, "does not parse"), broken
 
 
 def _settle(path: str, nb: notebook.Notebook, module: notebook.Module, excluded: dict[int, str],
