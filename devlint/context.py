@@ -87,16 +87,34 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     if not _SKIP:
         _SKIP = tuple(getattr(cst, name) for name in _SKIP_NAMES)
     out: list[cst.CSTNode] = []
+    kept = _KEPT
     for name in _fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _SKIP):
-                out.append(value)
-        elif isinstance(value, (tuple, list)):
+        kind = type(value)
+        if kind is tuple or kind is list:
             for item in value:
-                if isinstance(item, cst.CSTNode) and not isinstance(item, _SKIP):
+                item_kind = type(item)
+                keep = kept.get(item_kind)
+                if keep is None:
+                    keep = kept[item_kind] = _kept(item_kind)
+                if keep:
                     out.append(item)
+            continue
+        keep = kept.get(kind)
+        if keep is None:
+            keep = kept[kind] = _kept(kind)
+        if keep:
+            out.append(value)
     return out
+
+
+# node class -> is it a child rules care about (a LibCST node, not whitespace or punctuation)? Decided once per
+# class: isinstance against LibCST's abstract classes goes through ABCMeta, millions of times a run.
+_KEPT: dict[type, bool] = {}
+
+
+def _kept(kind: type) -> bool:
+    return issubclass(kind, cst.CSTNode) and not issubclass(kind, _SKIP)
 
 
 def _record_import(ctx: Context, node: cst.CSTNode) -> None:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The nodes the walk indexes (and descends into as any other node)
-_RECORDED = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.Dict, ast.arguments, ast.Import, ast.ImportFrom})
+_RECORDED = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.Dict, ast.arguments, ast.Import, ast.ImportFrom,
+                       ast.Attribute})
 # The nodes whose body the walk enters in a scope of its own (None for a class body: its methods are scopes)
 _OPENERS = (*_SCOPES, ast.ClassDef)
 
@@ -104,6 +105,7 @@ class AstIndex:
     assigns: list[ast.Assign | ast.AnnAssign] = field(default_factory=list)
     dicts: list[ast.Dict] = field(default_factory=list)
     arguments: list[ast.arguments] = field(default_factory=list)
+    legacy_types: list[ast.Attribute] = field(default_factory=list)  # x.FloatTensor, x.LongTensor, ...
     module_scope: Scope = field(default_factory=Scope)
     scopes: list[Scope] = field(default_factory=list)
     function_names: set[str] = field(default_factory=set)  # functions and methods defined in the file
@@ -150,6 +152,8 @@ class AstIndex:
             self.arguments.append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             self._import(node)
+        elif isinstance(node, ast.Attribute) and node.attr in devices.LEGACY_CUDA_TENSORS:
+            self.legacy_types.append(node)
 
     def _enter(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, scope: Scope | None,
                stack: list[tuple[ast.AST, Scope | None]]) -> None:

@@ -197,8 +197,9 @@ to lint it.
             if any(isinstance(v, ast.Constant) and isinstance(v.value, str) and devices.is_cuda_device(v.value)
                    for v in values):
                 return True
-        return any(devices.is_legacy_cuda_tensor(q) for node in ast.walk(index.tree)
-                   if isinstance(node, ast.Attribute) for q in index.qualnames(node))
+        # a legacy CUDA type: torch.cuda.FloatTensor, or a name imported as one
+        return any(devices.is_legacy_cuda_tensor(q) for node in index.legacy_types for q in index.qualnames(node)) \
+            or any(devices.is_legacy_cuda_tensor(q) for names in index.aliases.values() for q in names)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
