@@ -28,6 +28,10 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The nodes the walk indexes (and descends into as any other node)
 _RECORDED = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.Dict, ast.arguments, ast.Import, ast.ImportFrom,
                        ast.Attribute})
+# Fields that never hold a node the screen looks at (expression context, names and constants)
+_LEAF_FIELDS = frozenset({"ctx", "type_comment", "kind", "id", "attr", "n", "s", "name", "asname", "module",
+                          "level", "conversion", "is_async"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 # The nodes whose body the walk enters in a scope of its own (None for a class body: its methods are scopes)
 _OPENERS = (*_SCOPES, ast.ClassDef)
 
@@ -127,16 +131,24 @@ class AstIndex:
         self._owner: dict[int, ast.ClassDef] = {}
         self._relative: dict[str, tuple[int, str, str]] = {}
         stack: list[tuple[ast.AST, Scope | None]] = [(self.tree, self.module_scope)]
-        recorded, openers, iter_child_nodes = _RECORDED, _OPENERS, ast.iter_child_nodes
+        recorded, openers, fields_of, node_type = _RECORDED, _OPENERS, _CHILD_FIELDS, ast.AST
         while stack:
             node, scope = stack.pop()
-            if type(node) in recorded:
+            kind = type(node)
+            if kind in recorded:
                 self._record(node, scope)
             elif isinstance(node, openers):
                 self._enter(node, scope, stack)
                 continue
-            for child in iter_child_nodes(node):
-                stack.append((child, scope))
+            fields = fields_of.get(kind)
+            if fields is None:
+                fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+            for name in fields:  # ast.iter_child_nodes, inlined (the walk visits every node of every file)
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    stack.extend((v, scope) for v in value if isinstance(v, node_type))
+                elif isinstance(value, node_type):
+                    stack.append((value, scope))
 
     def _record(self, node: ast.AST, scope: Scope | None) -> None:
         """Index a node of :data:`_RECORDED`."""
