@@ -278,7 +278,7 @@ def _text_source(source: object) -> bool:
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 _CELL_MAGIC = re.compile(r"\s*%%(\w*)")
 _MAGIC_ASSIGN = re.compile(r"[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")
-_HELP_END = re.compile(r"[A-Za-z_][\w.]*(?:\(\))?\?\??\s*")
+_HELP_END = re.compile(r"[A-Za-z_*][\w.*]*(?:\(\))?\?\??\s*")  # obj?, obj.method??, torch.*Tensor?
 _TOKEN = re.compile(r"""(?P<comment>\#)|(?P<triple>'''|\"\"\")|(?P<quote>['"])|(?P<open>[(\[{])|(?P<close>[)\]}])""")
 
 

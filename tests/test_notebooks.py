@@ -188,7 +188,7 @@ def test_a_guard_in_one_cell_covers_the_later_cells(tmp_path):
 IPYTHON = [
     "%matplotlib inline", "!nvidia-smi", "!pip install -q torch torchvision", "x = !ls", "a, b = !echo 1 2",
     "files = %sx ls", "?torch.zeros", "torch.zeros?", "torch.zeros??", "%time y = 1", "%env A=1",
-    "  %timeit f()",
+    "  %timeit f()", "torch.*Tensor?", "np.*load*?",
 ]
 
 

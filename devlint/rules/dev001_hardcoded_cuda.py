@@ -134,8 +134,11 @@ None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV001` app
 - [torch.Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
 '''
     doc_notebooks = '''
-devlint does not read `.ipynb` notebooks yet: export a notebook's code (`jupyter nbconvert --to script`)
-to lint it.
+Notebooks (`.ipynb`) are linted like scripts: the code cells, in order, are one module, so a device chosen
+with a fallback in one cell covers the cells after it, and a guard cell guards what follows. Colab's
+`"accelerator": "GPU"` metadata does not make a notebook CUDA-only: it still crashes on a laptop or a CPU
+runtime. IPython magics and shell lines (`!nvidia-smi`, `%matplotlib inline`) are masked; `--fix` rewrites
+only the changed cells' sources, and an inserted `import torch` goes to the first cell that imports torch.
 '''
 
     VALID = (

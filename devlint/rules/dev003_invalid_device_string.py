@@ -279,8 +279,8 @@ None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV003` app
 - [nn.DataParallel](https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html)
 '''
     doc_notebooks = '''
-devlint does not read `.ipynb` notebooks yet: export a notebook's code (`jupyter nbconvert --to script`)
-to lint it.
+Notebooks (`.ipynb`) are checked like scripts, code cells in order as one module; a cell that does not
+parse gets its own E999 and the other cells are still checked.
 '''
 
     VALID = (

@@ -88,9 +88,10 @@ None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV004` app
 - [torch.cuda.device_count](https://pytorch.org/docs/stable/generated/torch.cuda.device_count.html)
 '''
     doc_notebooks = '''
-devlint does not read `.ipynb` notebooks yet: export a notebook's code (`jupyter nbconvert --to script`)
-to lint it. In a notebook the kernel keeps CUDA initialised between cells: set the variable in the first
-cell, before `import torch`, and restart the kernel after changing it.
+Notebooks (`.ipynb`) are one module in cell order, as the kernel runs them: a write in a cell after the one
+that initialised CUDA is reported, and the message names the cell (`in cell 2, line 3`). The kernel keeps
+CUDA initialised between cells: set the variable in the first cell, before `import torch`, and restart the
+kernel after changing it; the fix moves the write into the cell that imports torch.
 '''
 
     VALID = (
