@@ -108,6 +108,9 @@ class Project:
             self._modules = index
         return self._modules
 
+    def has_file(self, path: str) -> bool:
+        return os.path.abspath(path) in self._path_set
+
     def has_module(self, module: str) -> bool:
         """Is ``module`` (a dotted name) one of the run's files?"""
         return module in self._module_index()
@@ -353,10 +356,12 @@ def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.C
     package = os.path.basename(os.path.dirname(home))
     module = os.path.splitext(os.path.basename(home))[0]
     also = (cls.name.value,) if cls is not None else (package,) if module == "__init__" else (module, package)
-    candidates = project.calls_named(name, also, home) if project is not None \
-        else [(ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").split(".")[-1] == name]
+    own = [(ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").split(".")[-1] == name]
+    candidates = own if project is None else project.calls_named(name, also, home)
     if candidates is None:
         return None
+    if project is not None and not project.has_file(home):
+        candidates = [*candidates, *own]  # a file outside the project's modules (a notebook): its own calls
     sites = []
     for site_ctx, call in candidates:
         found = callee(site_ctx, call)

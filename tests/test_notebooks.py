@@ -171,6 +171,17 @@ def test_a_device_chosen_in_one_cell_and_used_in_another_is_understood(tmp_path)
     assert lint(without) == []  # (a string that is never used as a device)
 
 
+def test_a_device_default_every_later_cell_overrides_is_no_finding(tmp_path):
+    """The notebook's own calls count when a default is judged, also beside the .py files of a directory run."""
+    define = ("code", 'import torch\ndef train(model, device=torch.device("cuda:0")):\n    return model.to(device)')
+    model = ("code", "model = torch.nn.Linear(2, 2)")
+    passes = ("code", 'train(model, device=torch.device("cpu"))')
+    relies = ("code", "train(model)")
+    (tmp_path / "helpers.py").write_text("import torch\n")  # the run has a project of .py files
+    assert lint(write_nb(tmp_path / "a.ipynb", define, model, passes), tmp_path / "helpers.py") == []
+    assert where(lint(write_nb(tmp_path / "b.ipynb", define, model, relies))) == [(1, 2, 38, "DEV001")]
+
+
 def test_a_guard_in_one_cell_covers_the_later_cells(tmp_path):
     guard = ("code", "import torch\nif not torch.cuda.is_available():\n    raise SystemExit('needs a GPU')")
     work = ("code", "x = torch.ones(2).cuda()")
