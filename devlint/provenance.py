@@ -162,6 +162,7 @@ class Provenance:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.numpy_receivers: dict[cst.Call, Val] = {}
+        self.call_args: dict[cst.Call, list[Val | None]] = {}
         self.module_classes = self._module_classes()
         # torch.set_default_device(...) anywhere: a factory's tensor may be created off the CPU
         self.default_device = any(ctx.qualname(c.func) == "torch.set_default_device" for c in ctx.nodes(cst.Call))
@@ -172,11 +173,12 @@ class Provenance:
         self._running: set[cst.FunctionDef] = set()
         self._current: cst.FunctionDef | None = None
         self._cpu_path = 0  # inside the no-accelerator branch of a device check
+        self._numpy_functions = self._with_numpy()
         _BUILDING.add(id(ctx))
         try:
             self.module_env: Env = {}
             self.module_env = self._exec(ctx.module.body, {}, False)
-            for func in self._with_numpy():
+            for func in self._numpy_functions:
                 self._ensure(func)
         finally:
             _BUILDING.discard(id(ctx))
@@ -245,8 +247,10 @@ class Provenance:
         if cls is not None and func.name.value != "__init__":
             env.update(self._attrs_of(cls))
         params = func.params
+        flows = func in self._numpy_functions
+        positional = [*params.posonly_params, *params.params]
         for p in [*params.params, *params.kwonly_params, *params.posonly_params]:
-            env[p.name.value] = None
+            env[p.name.value] = self._param_value(func, p, positional) if flows else None
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 env[star.name.value] = None
@@ -258,6 +262,36 @@ class Provenance:
         self.returns.setdefault(func, None)
         if cls is not None and func.name.value == "__init__":
             self.class_attrs[cls] = {k: v for k, v in final.items() if k.startswith("self.") and v is not None}
+
+    def _param_value(self, func: cst.FunctionDef, param: cst.Param, positional: list[cst.Param]) -> Val | None:
+        """What the file's calls of ``func`` pass for ``param`` (``show(model(x))``): evidence from any call,
+        proof from none (other calls may pass anything). Calls in other files are not followed."""
+        ctx = self.ctx
+        name = func.name.value
+        sites = [c for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").rpartition(".")[2] == name]
+        sites = [c for c in sites if (target := callee(ctx, c, _no_other_file)) is not None and target[1] is func]
+        if not sites or len(sites) > _MAX_SITES:
+            return None
+        index = next((i for i, p in enumerate(positional) if p is param), None)
+        bound = isinstance(self.ctx.parent(self.ctx.parent(func)), cst.ClassDef) and not any(
+            (dotted_name(d.decorator) or "") == "staticmethod" for d in func.decorators)
+        found: list[Val] = []
+        for call in sites:
+            caller = ctx.enclosing_function(call)
+            if caller is func:
+                continue
+            if caller is not None:
+                self._ensure(caller)
+            args = self.call_args.get(call)
+            position = _argument_index(call, param.name.value, index, bound and isinstance(call.func, cst.Attribute))
+            value = args[position] if args is not None and position is not None else None
+            if value is not None:
+                found.append(value)
+        gpu = next((v.gpu for v in found if v.gpu), None)
+        grad = next((v.grad for v in found if v.grad), None)
+        if not gpu and not grad:
+            return None
+        return Val("tensor", grad, gpu)  # not proven a torch tensor: another call may pass something else
 
     # --- classes -------------------------------------------------------------------------
     def _module_classes(self) -> set[str]:
@@ -564,7 +598,7 @@ class Provenance:
     def _call(self, call: cst.Call, env: Env, no_grad: bool) -> Val | None:
         ctx = self.ctx
         func = call.func
-        args = [self._eval(a.value, env, no_grad) for a in call.args]
+        args = self._arguments(call, env, no_grad)
         # every argument is a known value or a constant: a result can be proven grad-free / on the CPU
         complete = all(v is not None or _neutral(a.value) for v, a in zip(args, call.args, strict=True))
         qn = ctx.qualname(func)
@@ -592,6 +626,13 @@ class Provenance:
             # a module, or an object moved with .to()/.cuda() and then called: a module
             return self._module_output(callee, args, complete, no_grad, ctx.code(func))
         return None
+
+    def _arguments(self, call: cst.Call, env: Env, no_grad: bool) -> list[Val | None]:
+        """What each argument of ``call`` is; kept for the helpers of the file (see :meth:`_param_value`)."""
+        args = [self._eval(a.value, env, no_grad) for a in call.args]
+        if any(a is not None for a in args):
+            self.call_args[call] = args
+        return args
 
     def _qualified_call(self, qn: str, call: cst.Call, args: list[Val | None], kwargs: dict[str, cst.BaseExpression],
                         env: Env, no_grad: bool) -> Val | None:
@@ -808,6 +849,28 @@ def _returns_indices(ctx: Context, source: cst.CSTNode | None) -> bool:
     func = source.func
     return isinstance(func, cst.Attribute) and func.attr.value in _WITH_INDICES \
         and (len(source.args) >= 1 or func.attr.value == "sort")
+
+
+_MAX_SITES = 8  # a helper called from more places than this: its parameters are not followed
+
+
+def _no_other_file(path: str, symbol: str) -> bool:
+    return False  # callee(): no other file is parsed to find a helper's calls
+
+
+def _argument_index(call: cst.Call, name: str, index: int | None, bound: bool) -> int | None:
+    """The position in ``call.args`` of the argument for parameter ``name`` (positional ``index`` in the
+    signature; ``bound``: ``self`` is passed implicitly); None when it cannot be told (``*args``)."""
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is not None and arg.keyword.value == name:
+            return i
+    if index is None:
+        return None
+    position = index - 1 if bound else index
+    positional = [i for i, a in enumerate(call.args) if a.keyword is None]
+    return positional[position] if 0 <= position < len(positional) else None
 
 
 _BUILDING: set[int] = set()  # contexts whose provenance is being computed (imports may cycle)

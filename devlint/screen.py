@@ -437,8 +437,26 @@ class AstIndex:
         if self._has_evidence(module):
             return True
         for scope in with_numpy:
-            if self._has_evidence(scope) or self._calls_project(scope):
+            # self.model built or moved to a device (or made to require grad) in another method of the class
+            if self._holds_values(scope):
                 return True
-            if scope.cls is not None and any(self._has_move(s) for s in self.scopes if s.cls is scope.cls):
-                return True  # self.model moved to a device (or made to require grad) in another method of the class
+        return self._numpy_helper_called_with_evidence(with_numpy)
+
+    def _numpy_helper_called_with_evidence(self, with_numpy: list[Scope]) -> bool:
+        """A function of the file with a ``.numpy()`` call (on a parameter) that a scope holding values
+        calls by name (``show(out)``, ``self.to_numpy(out)``): provenance.py follows arguments into it."""
+        helpers = {name.rsplit(".", 1)[-1] for name, scope in self.function_scopes.items() if scope in with_numpy}
+        for scope in (self.module_scope, *self.scopes):
+            if helpers and self._holds_values(scope):
+                for call in scope.calls:
+                    root, _, rest = (dotted(call.func) or "").partition(".")
+                    if (rest if root in ("self", "cls") else root if not rest else "") in helpers:
+                        return True
         return False
+
+    def _holds_values(self, scope: Scope) -> bool:
+        """Evidence in the scope, a sibling method, or what it calls in the project."""
+        if self._has_evidence(scope) or self._calls_project(scope):
+            return True
+        return scope.cls is not None and any(self._has_move(s) or self._has_evidence(s)
+                                             for s in self.scopes if s.cls is scope.cls)

@@ -51,7 +51,9 @@ Values are followed across functions and modules of the linted tree: what a func
 (`out = self.predict(x)`, a helper imported from another module of the project, a method inherited from a
 direct base class such as a `to_var()` mixin), attributes set in `__init__` and used in another method
 (`self.model = Net().cuda()`), a module built in another method (`self.net = Net()` in `fit()`), what a
-module's other methods compute from a GPU input (`self.net.energy(z)`), the tensors of a moved module's
+module's other methods compute from a GPU input (`self.net.energy(z)`), what the file's calls pass to a helper
+of the file (`show(model(x))` makes `t.numpy()` in `def show(t)` a finding; unsafe fix, other callers may
+pass other objects), the tensors of a moved module's
 `state_dict()`, and per branch (`out = out.cpu() if use_cuda else out` is on the CPU either way). The
 no-accelerator branch of a device check (`else:` of `if device == "cuda":`, the code after
 `if x.is_cuda: return ...`) is the CPU path: no GPU finding there.
@@ -137,6 +139,12 @@ read; `--fix` rewrites only the changed cells' sources.
                 fixed="import torch\nclass Utils:\n    def to_var(self, t):\n        return t.to(self.device)\n"
                       "class Detector(Utils):\n    def predict(self, x):\n"
                       "        with torch.no_grad():\n            return torch.relu(self.to_var(x)).cpu().numpy()\n"),
+        Invalid("import torch\ndef show(t):\n    print(t.numpy())\ndef main(x):\n"
+                "    show(torch.nn.Linear(2, 2)(x))\n"),
+        Invalid("import torch\nclass Runner:\n    def fit(self):\n        self.net = torch.nn.Linear(2, 2)\n"
+                "    def predict(self, x):\n        return self.net(x).numpy()\n",
+                fixed="import torch\nclass Runner:\n    def fit(self):\n        self.net = torch.nn.Linear(2, 2)\n"
+                      "    def predict(self, x):\n        return self.net(x).detach().cpu().numpy()\n"),
         Invalid("import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\ny = net(torch.ones(2)).numpy()\n",
                 fixed="import torch\nfrom mypkg import Net\nnet = Net().to('cpu')\n"
                       "y = net(torch.ones(2)).detach().numpy()\n"),
