@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from devlint import devices
 from devlint.context import Context, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.lazy import LazyModule
+from devlint.project import call_sites
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
 from devlint.source import split_lines
 
@@ -46,8 +48,10 @@ class CudaEnvAfterInit(Rule):
 Finds writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`,
 `os.environ.update(...)`, `os.environ.setdefault(...)`, `os.putenv(...)` — that come after a call that
 initialises CUDA before it runs: earlier in the same flow (the module's top level, or the same function
-body), at the module's top level for a write in a function (functions run after it), or in `__init__` for a
-write in another method of the class:
+body), at the module's top level for a write in a function (functions run after it), in `__init__` for a
+write in another method of the class, or in a caller of the function, in the linted tree, before the call or
+in its arguments (`select_device("0" if torch.cuda.is_available() else "cpu")`; one level of callers). The
+initialising calls are
 `torch.cuda.device_count()`, `torch.cuda.is_available()`, `torch.cuda.init()`, `torch.cuda.set_device()`
 and other `torch.cuda` queries, `.cuda()`, or creating a CUDA tensor.
 
@@ -118,25 +122,28 @@ kernel after changing it; the fix moves the write into the cell that imports tor
     )
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.imports_torch:
-            return
         first_init: dict[cst.CSTNode | None, cst.Call] = {}  # flow (function, or None for the module) -> call
-        for call in ctx.nodes(cst.Call):  # in source order
-            if self._initialises_cuda(ctx, call):
-                first_init.setdefault(ctx.enclosing_function(call), call)
-        if not first_init:
-            return
+        if ctx.imports_torch:
+            for call in ctx.nodes(cst.Call):  # in source order
+                if self._initialises_cuda(ctx, call):
+                    first_init.setdefault(ctx.enclosing_function(call), call)
         for node, var in self._writes(ctx):
-            init = self._init_before(ctx, node, first_init)
+            init_ctx, init = ctx, self._init_before(ctx, node, first_init) if first_init else None
             if init is None:
-                continue
-            name = ctx.qualname(init.func) or ctx.code(init.func)
+                found = _caller_init(ctx, node)
+                if found is None:
+                    continue
+                init_ctx, init = found
+            name = init_ctx.qualname(init.func) or init_ctx.code(init.func)
+            where = f"line {node_start(init_ctx, init).row}"
+            if init_ctx is not ctx:
+                where = f"{os.path.basename(init_ctx.path)} line {node_start(init_ctx, init).row}, before it calls this"
             message = (
-                f"{var} is set after CUDA was initialised ({name.split('.')[-1]}() on line "
-                f"{node_start(ctx, init).row}), so it has no effect; set it before `import torch` (or in the shell)"
+                f"{var} is set after CUDA was initialised ({name.split('.')[-1]}() on {where}), so it has no "
+                f"effect; set it before `import torch` (or in the shell)"
             )
             yield self.finding(ctx, node, message, self._fix(ctx, node), evidence=CudaEnvEvidence(
-                var=var, value=self._literal_value(node, var), init=ctx.qualname(init.func)))
+                var=var, value=self._literal_value(node, var), init=init_ctx.qualname(init.func)))
 
     @staticmethod
     def _init_before(ctx: Context, node: cst.CSTNode,
@@ -256,6 +263,40 @@ kernel after changing it; the fix moves the write into the cell that imports tor
             if bound == name:
                 return True
         return False
+
+
+def _caller_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call] | None:
+    """A call of the function holding ``node`` (in the linted tree) made after its caller initialised CUDA:
+    earlier in the caller's flow, or in the call's own arguments (``select_device("0" if
+    torch.cuda.is_available() else "cpu")``). One level of callers."""
+    func = ctx.enclosing_function(node)
+    if func is None:
+        return None
+    for site_ctx, call in call_sites(ctx, func) or []:
+        flow = site_ctx.enclosing_function(call)
+        for other in site_ctx.nodes(cst.Call):
+            if other is call or site_ctx.order[other] > site_ctx.order[call] + _span(site_ctx, call):
+                continue
+            inside = any(a is call for a in site_ctx.ancestors(other))
+            if (inside or site_ctx.enclosing_function(other) is flow) \
+                    and CudaEnvAfterInit._initialises_cuda(site_ctx, other) and not _in_guard_of(site_ctx, other, call):
+                return site_ctx, other
+    return None
+
+
+def _span(ctx: Context, call: cst.Call) -> int:
+    """How many nodes after ``call`` (in source order) belong to it."""
+    last = call
+    for node in ctx.nodes(cst.Call):
+        if ctx.order[node] > ctx.order[call] and any(a is call for a in ctx.ancestors(node)):
+            last = node
+    return ctx.order[last] - ctx.order[call]
+
+
+def _in_guard_of(ctx: Context, init: cst.Call, call: cst.Call) -> bool:
+    """Is ``init`` in an ``if`` test, or a branch, that ``call`` is not part of (so it may not have run)?"""
+    return any(isinstance(anc, (cst.If, cst.While, cst.Try)) and not any(a is anc for a in ctx.ancestors(call))
+               for anc in ctx.ancestors(init))
 
 
 def _subscript_writes(ctx: Context) -> Iterable[tuple[cst.Assign, str]]:
