@@ -78,11 +78,15 @@ class Guards:
         self._requires: dict[tuple[int, int], bool] = {}
         self._entered: dict[int, bool] = {}
         # a test module marked GPU-only, or a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy)
+        # or the project's own CUDA kernels
         self.module_guarded = any(
             dotted_name(t.target) == "pytestmark" and self._marks_cuda_only(a.value)
             for a in ctx.nodes(cst.Assign) for t in a.targets
         ) or any(m in devices.CUDA_ONLY_LIBRARIES or m.split(".")[0] in devices.CUDA_ONLY_LIBRARIES - {"cuda"}
-                 for m in ctx.imported_modules)
+                 for m in ctx.imported_modules) or (
+            # a CUDA extension the project builds (CUDAExtension in its setup.py), or a module of it that
+            # imports one: custom CUDA kernels
+            ctx.project is not None and ctx.project.imports_cuda_extension(ctx.imported_modules, ctx.path))
 
     # --- polarity ------------------------------------------------------------------------------
     def polarity(self, expr: cst.BaseExpression) -> Polarity:

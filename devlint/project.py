@@ -46,6 +46,7 @@ class Project:
         self.consulted: set[str] = set()
         self._evidence: dict[str, dict[str, bool]] = {}
         self._exports: dict[str, dict[str, tuple[int, str, str]]] = {}
+        self._cuda_extensions: frozenset[str] | None = None
 
     # --- files ----------------------------------------------------------------------------------
     def read(self, path: str) -> bytes | None:
@@ -237,6 +238,51 @@ class Project:
             self._nccl = any(pattern.search(self.read(p) or b"") for p in self.paths)
         return self._nccl
 
+    @property
+    def cuda_extensions(self) -> frozenset[str]:
+        """The modules the project builds from CUDA sources (``CUDAExtension("name", ...)`` in a setup.py,
+        ``torch.utils.cpp_extension.load(name=..., sources=[... ".cu"])``): code that imports one is
+        CUDA-only by design."""
+        if self._cuda_extensions is None:
+            marker = re.compile(rb"CUDAExtension|cuda_sources|\.cu[\"']")
+            names: set[str] = set()
+            for path in self.paths:
+                data = self.read(path) or b""
+                if marker.search(data):
+                    names.update(_extension_names(data))
+            self._cuda_extensions = frozenset(names)
+        return self._cuda_extensions
+
+    def imports_cuda_extension(self, modules: Iterable[str], near: str) -> bool:
+        """Does one of ``modules`` (imported by the file ``near``) name a CUDA extension of the project, or a
+        module of the project that imports one at its top?"""
+        extensions = self.cuda_extensions
+        if not extensions:
+            return False
+        for module in modules:
+            if module in extensions or module.rsplit(".", 1)[-1] in extensions:
+                return True
+            path = self.module_file(module, near)
+            if path is not None and any(m in extensions or m.rsplit(".", 1)[-1] in extensions
+                                        for m in self._top_imports(path)):
+                return True
+        return False
+
+    def _top_imports(self, path: str) -> set[str]:
+        import ast
+
+        from devlint import screen
+
+        data = self.read(path)
+        tree = screen.parse(data) if data is not None and len(data) <= 2 * 1024 * 1024 else None
+        found: set[str] = set()
+        for node in tree.body if isinstance(tree, ast.Module) else []:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+        return found
+
     def calls_named(self, name: str, also: tuple[str, ...] = (),
                     home: str | None = None) -> list[tuple[Context, cst.Call]] | None:
         """Every call of something named ``name`` (``name(...)``, ``x.name(...)``) in the run's files (with
@@ -270,6 +316,29 @@ class Project:
                             found.append((ctx, call))
                 self._callers[key] = found
         return self._callers[key]
+
+
+def _extension_names(data: bytes) -> set[str]:
+    """The names of CUDA extensions a file builds (``CUDAExtension("name", [...])``,
+    ``cpp_extension.load(name="name", sources=[..."k.cu"])``, ``load_inline(name=..., cuda_sources=...)``)."""
+    import ast
+
+    from devlint import screen
+
+    tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    names: set[str] = set()
+    for node in ast.walk(tree) if tree is not None else []:
+        if not isinstance(node, ast.Call):
+            continue
+        func = screen.dotted(node.func) or ""
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        name = keywords.get("name") or (node.args[0] if node.args else None)
+        cuda = func.rsplit(".", 1)[-1] == "CUDAExtension" or "cuda_sources" in keywords or any(
+            isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.endswith(".cu")
+            for c in ast.walk(keywords.get("sources", ast.Constant(None))))
+        if cuda and isinstance(name, ast.Constant) and isinstance(name.value, str):
+            names.add(name.value)
+    return names
 
 
 def find_definition(ctx: Context, symbol: str) -> Definition | None:
