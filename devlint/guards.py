@@ -84,9 +84,10 @@ class Guards:
             for a in ctx.nodes(cst.Assign) for t in a.targets
         ) or any(m in devices.CUDA_ONLY_LIBRARIES or m.split(".")[0] in devices.CUDA_ONLY_LIBRARIES - {"cuda"}
                  for m in ctx.imported_modules) or (
-            # a CUDA extension the project builds (CUDAExtension in its setup.py), or a module of it that
-            # imports one: custom CUDA kernels
-            ctx.project is not None and ctx.project.imports_cuda_extension(ctx.imported_modules, ctx.path))
+            # a CUDA extension the project builds (CUDAExtension in its setup.py), or a module of the project
+            # that imports one or a CUDA-only library
+            ctx.project is not None
+            and ctx.project.imports_cuda_only(ctx.imported_modules, ctx.path, devices.CUDA_ONLY_LIBRARIES))
 
     # --- polarity ------------------------------------------------------------------------------
     def polarity(self, expr: cst.BaseExpression) -> Polarity:

@@ -253,18 +253,21 @@ class Project:
             self._cuda_extensions = frozenset(names)
         return self._cuda_extensions
 
-    def imports_cuda_extension(self, modules: Iterable[str], near: str) -> bool:
-        """Does one of ``modules`` (imported by the file ``near``) name a CUDA extension of the project, or a
-        module of the project that imports one at its top?"""
+    def imports_cuda_only(self, modules: Iterable[str], near: str, libraries: frozenset[str]) -> bool:
+        """Does one of ``modules`` (imported by the file ``near``) name a CUDA extension of the project or a
+        CUDA-only library (``libraries``: TensorRT, PyCUDA, ...), or a module of the project that imports one
+        at its top?"""
         extensions = self.cuda_extensions
-        if not extensions:
-            return False
+
+        def cuda_only(module: str) -> bool:
+            return module in extensions or module.rsplit(".", 1)[-1] in extensions or module in libraries \
+                or module.split(".")[0] in libraries - {"cuda"}
+
         for module in modules:
-            if module in extensions or module.rsplit(".", 1)[-1] in extensions:
+            if cuda_only(module):
                 return True
             path = self.module_file(module, near)
-            if path is not None and any(m in extensions or m.rsplit(".", 1)[-1] in extensions
-                                        for m in self._top_imports(path)):
+            if path is not None and any(cuda_only(m) for m in self._top_imports(path)):
                 return True
         return False
 
