@@ -90,10 +90,27 @@ class Guards:
             and ctx.project.imports_cuda_only(ctx.imported_modules, ctx.path, devices.CUDA_ONLY_LIBRARIES))
 
     # --- polarity ------------------------------------------------------------------------------
+    def falsity(self, expr: cst.BaseExpression) -> Polarity:
+        """What ``expr`` being false implies: the code after ``if not torch.cuda.is_available() or not flash:
+        return`` runs only with CUDA, though the condition's truth says nothing definite."""
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self.polarity(expr.expression)
+        if isinstance(expr, cst.BooleanOperation):
+            # `a or b` false: both are (a conjunction); `a and b` false: one is (a disjunction)
+            return _both(self.falsity(expr.left), self.falsity(expr.right), isinstance(expr.operator, cst.Or))
+        return self.polarity(expr).flip()
+
+    def _implies_unavailable(self, test: cst.BaseExpression) -> bool:
+        """Is the code that runs when ``test`` is false (an ``else``, what follows ``if test: exit``) the
+        accelerator path: ``test`` true means none (``not torch.cuda.is_available()``, also
+        ``args.cuda and not torch.cuda.is_available()``: the flag then goes with availability), or ``test``
+        false means one (``not torch.cuda.is_available() or not flash``)?"""
+        return self.polarity(test) is Polarity.UNAVAILABLE or self.falsity(test) is Polarity.AVAILABLE
+
     def polarity(self, expr: cst.BaseExpression) -> Polarity:
         """What ``expr`` being true implies about accelerator availability."""
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-            return self.polarity(expr.expression).flip()
+            return self.falsity(expr.expression)
         if isinstance(expr, cst.BooleanOperation):
             conj = isinstance(expr.operator, cst.And)
             return _both(self.polarity(expr.left), self.polarity(expr.right), conj)
@@ -321,7 +338,7 @@ class Guards:
         that only returns when CUDA is available. ``terminating``: only what ends the program counts (for a
         function's summary: its ``return`` lets its caller go on)."""
         if isinstance(stmt, cst.If) and stmt.orelse is None:
-            return self.polarity(stmt.test) is Polarity.UNAVAILABLE and self._is_exit(stmt, terminating)
+            return self._implies_unavailable(stmt.test) and self._is_exit(stmt, terminating)
         if isinstance(stmt, cst.SimpleStatementLine):
             if any(isinstance(s, cst.Assert) and self.polarity(s.test) is Polarity.AVAILABLE for s in stmt.body):
                 return True
@@ -385,17 +402,19 @@ class Guards:
     def _guards_child(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool:
         """Does ``anc`` guard its part ``child``?"""
         if isinstance(anc, (cst.If, cst.While)) and child is not anc.test:
-            wanted = Polarity.AVAILABLE if child is anc.body else Polarity.UNAVAILABLE
-            return self.polarity(anc.test) is wanted
+            if child is anc.body:
+                return self.polarity(anc.test) is Polarity.AVAILABLE
+            return self._implies_unavailable(anc.test)  # the else of `if not cuda_ok:`
         if isinstance(anc, cst.IfExp) and child is not anc.test:
-            wanted = Polarity.AVAILABLE if child is anc.body else Polarity.UNAVAILABLE
-            found = self.polarity(anc.test)
+            found = self.polarity(anc.test) if child is anc.body else (
+                Polarity.AVAILABLE if self._implies_unavailable(anc.test) else self.falsity(anc.test))
             other = anc.orelse if child is anc.body else anc.body
             # "cuda" if <a condition devlint cannot read> else "cpu": a choice with a fallback
-            return found is wanted or (found is Polarity.UNKNOWN and _other_device(other))
+            return found is Polarity.AVAILABLE or (found is Polarity.UNKNOWN and _other_device(other))
         if isinstance(anc, cst.BooleanOperation) and child is anc.right:
-            wanted = Polarity.AVAILABLE if isinstance(anc.operator, cst.And) else Polarity.UNAVAILABLE
-            return self.polarity(anc.left) is wanted
+            if isinstance(anc.operator, cst.And):
+                return self.polarity(anc.left) is Polarity.AVAILABLE
+            return self._implies_unavailable(anc.left)  # `a or b`: b runs when a is false
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return self._cuda_only_definition(anc)
         if isinstance(anc, cst.Try) and child is anc.body:

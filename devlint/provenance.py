@@ -64,6 +64,10 @@ class Val:
     nograd: bool = False
     cpu: bool = False
     moved: bool = False  # an object of unknown type moved with .cuda()/.to(): a tensor or a module
+    # maybe no tensor (DEV008): the output of a module call or another method of a module (a tuple, a dict, a
+    # ModelOutput, a tokenizer's BatchEncoding: AutoTokenizer.from_pretrained counts as a module), or what a
+    # torch API building objects returns (devices.OBJECT_APIS: torch.jit.trace gives a ScriptModule)
+    output: bool = False
 
 
 # What the interpreter knows at a point of a scope: a name (or a dotted ``self.x``) -> its value, or None
@@ -114,7 +118,7 @@ def _merge_env(a: Env, b: Env) -> Env:
         else:
             out[key] = Val(va.kind, va.grad or vb.grad, va.gpu or vb.gpu, va.params,
                            torch=va.torch and vb.torch, nograd=va.nograd and vb.nograd, cpu=va.cpu and vb.cpu,
-                           moved=va.moved or vb.moved)
+                           moved=va.moved or vb.moved, output=va.output or vb.output)
     return out
 
 
@@ -162,6 +166,7 @@ class Provenance:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.numpy_receivers: dict[cst.Call, Val] = {}
+        self.statement_receivers: dict[cst.Call, Val | None] = {}  # see discarded_moves()
         self.call_args: dict[cst.Call, list[Val | None]] = {}
         self.module_classes = self._module_classes()
         # torch.set_default_device(...) anywhere: a factory's tensor may be created off the CPU
@@ -374,9 +379,9 @@ class Provenance:
         self._eval(stmt.test, env, no_grad)
         # the no-accelerator path of a device check (`else:` of `if device == "cuda":`, the body of
         # `if not use_cuda:`) is written for the CPU: no tensor there is on a GPU
-        polarity = guards(self.ctx).polarity(stmt.test)
-        a = self._cpu_block(stmt.body, env, no_grad, polarity is Polarity.UNAVAILABLE)
-        b = self._cpu_block(stmt.orelse.body, env, no_grad, polarity is Polarity.AVAILABLE) \
+        check = guards(self.ctx)
+        a = self._cpu_block(stmt.body, env, no_grad, check.polarity(stmt.test) is Polarity.UNAVAILABLE)
+        b = self._cpu_block(stmt.orelse.body, env, no_grad, check.falsity(stmt.test) is Polarity.UNAVAILABLE) \
             if isinstance(stmt.orelse, cst.Else) else (
             self._stmt(stmt.orelse, dict(env), no_grad) if stmt.orelse is not None else env)
         merged = _merge_env(a, b)
@@ -457,6 +462,7 @@ class Provenance:
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             # model.to(device) / model.cuda() move a module in place
             func = small.value.func
+            self._record_statement(small.value, env, no_grad)
             value = self._eval(small.value, env, no_grad)
             moves = (devices.MOVE_METHOD, devices.CUDA_METHOD, devices.CPU_METHOD)
             if isinstance(func, cst.Attribute) and func.attr.value in moves and isinstance(func.value, cst.Name):
@@ -530,12 +536,14 @@ class Provenance:
         if isinstance(expr, cst.IfExp):
             self._eval(expr.test, env, no_grad)
             # `out.cpu() if use_cuda else out`: the branch taken without an accelerator holds no GPU value
-            polarity = guards(self.ctx).polarity(expr.test)
-            body = self._eval_on_path(expr.body, env, no_grad, polarity is Polarity.UNAVAILABLE)
-            orelse = self._eval_on_path(expr.orelse, env, no_grad, polarity is Polarity.AVAILABLE)
-            if polarity is Polarity.AVAILABLE and orelse is not None:
+            check = guards(self.ctx)
+            body_cpu = check.polarity(expr.test) is Polarity.UNAVAILABLE
+            else_cpu = check.falsity(expr.test) is Polarity.UNAVAILABLE
+            body = self._eval_on_path(expr.body, env, no_grad, body_cpu)
+            orelse = self._eval_on_path(expr.orelse, env, no_grad, else_cpu)
+            if else_cpu and orelse is not None:
                 orelse = replace(orelse, gpu=None)
-            elif polarity is Polarity.UNAVAILABLE and body is not None:
+            if body_cpu and body is not None:
                 body = replace(body, gpu=None)
             out = _union(body, orelse, complete=body is not None and orelse is not None)
             return out if out is None or (body is not None and orelse is not None) else _unproven(out)
@@ -652,7 +660,7 @@ class Provenance:
             elements = list(self._list_elements(call, env, no_grad))
             out = _union(*args, *elements, complete=False)
             if out is not None:
-                out = replace(out, torch=True)
+                out = replace(out, torch=True, output=qn.startswith(devices.OBJECT_APIS))
                 if no_grad:
                     out = replace(out, grad=None, nograd=True)
             return out
@@ -770,7 +778,7 @@ class Provenance:
         # another method of the module (model.compute_energy(z)): computed from its inputs, so on the GPU
         # when one is; whether it requires grad is not known
         gpu = next((a.gpu for a in args if a is not None and a.gpu), None)
-        return Val("tensor", None, gpu, torch=recv.torch) if gpu else None
+        return Val("tensor", None, gpu, torch=recv.torch, output=True) if gpu else None
 
     def _returned(self, call: cst.Call) -> Val | None:
         """What a function of the file, a method of its class, or a function of the project returns."""
@@ -809,7 +817,33 @@ class Provenance:
             nograd = no_grad or (complete and all(a.nograd for a in known))
             if not known and not gpu:
                 return None
-        return Val("tensor", grad, gpu, torch=module.torch, nograd=nograd, cpu=cpu)
+        return Val("tensor", grad, gpu, torch=module.torch, nograd=nograd, cpu=cpu, output=True)
+
+    # --- moves whose result a statement discards (DEV008) ------------------------------------
+    def discarded_moves(self) -> dict[cst.Call, Val | None]:
+        """Each ``x.to(...)`` / ``x.cuda()`` / ``x.half()`` ... (devices.TENSOR_COPY_METHODS) that is a whole
+        expression statement -> what is known of its receiver ``x`` there (None: nothing). The functions
+        holding one are interpreted on the first call (as if one asked what they return)."""
+        ctx = self.ctx
+        for stmt in ctx.nodes(cst.Expr):
+            func = ctx.enclosing_function(stmt)
+            if func is not None and _copy_call(stmt.value):
+                self._ensure(func)
+        return self.statement_receivers
+
+    def _record_statement(self, call: cst.Call, env: Env, no_grad: bool) -> None:
+        if not _copy_call(call):
+            return
+        assert isinstance(call.func, cst.Attribute)
+        recv = self._eval(call.func.value, env, no_grad)
+        if call in self.statement_receivers:  # a loop's second run: proven only if proven on both
+            recv = _merge_values(self.statement_receivers[call], recv)
+        self.statement_receivers[call] = recv
+
+
+def _copy_call(expr: cst.BaseExpression) -> bool:
+    return (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in devices.TENSOR_COPY_METHODS)
 
 
 def _tensor_method(method: str, recv: Val, args: list[Val | None], complete: bool, no_grad: bool) -> Val | None:
@@ -830,7 +864,8 @@ def _tensor_method(method: str, recv: Val, args: list[Val | None], complete: boo
         return replace(recv, grad=None, nograd=True)
     out = _union(recv, *args, complete=complete)
     if out is not None:
-        out = replace(out, cpu=recv.cpu, torch=recv.torch)  # a method's result lives where its tensor does
+        out = replace(out, cpu=recv.cpu, torch=recv.torch,  # a method's result lives where its tensor does
+                      output=recv.output and method in MODULE_KEEP)  # traced.eval(): still maybe a module
     return replace(out, grad=None, nograd=True) if out and no_grad else out
 
 

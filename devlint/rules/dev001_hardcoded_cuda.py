@@ -126,7 +126,10 @@ line in `pyproject.toml`, `[tool.devlint]` then `ignore = ["DEV001"]` (or `per-f
 folders, `# noqa: DEV001` for a line). Guards are followed across the linted tree's functions and modules,
 not into code loaded by path at run time (a config file read with `runpy`), nor through values passed in
 dictionaries (`cuda = kwargs.get("cuda")` with a default of `True` elsewhere). `.cuda()` on an object of a
-non-torch library that takes the same arguments is reported.
+non-torch library that takes the same arguments is reported. An early exit on availability and another
+condition (`if args.cuda and not torch.cuda.is_available(): raise ...`) is taken as a guard of what follows:
+it usually pairs a `--cuda` flag with the device choice after it, though an unrelated condition
+(`if not torch.cuda.is_available() and not flash: return`) would let a CUDA call through unreported.
 '''
     doc_options = '''
 None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV001` apply as for every rule.
