@@ -82,12 +82,19 @@ class Guards:
         self.module_guarded = any(
             dotted_name(t.target) == "pytestmark" and self._marks_cuda_only(a.value)
             for a in ctx.nodes(cst.Assign) for t in a.targets
-        ) or any(m in devices.CUDA_ONLY_LIBRARIES or m.split(".")[0] in devices.CUDA_ONLY_LIBRARIES - {"cuda"}
-                 for m in ctx.imported_modules) or (
-            # a CUDA extension the project builds (CUDAExtension in its setup.py), or a module of the project
-            # that imports one or a CUDA-only library
-            ctx.project is not None
-            and ctx.project.imports_cuda_only(ctx.imported_modules, ctx.path, devices.CUDA_ONLY_LIBRARIES))
+        ) or self._requires_cuda_module()
+
+    def _requires_cuda_module(self) -> bool:
+        """Does the module import, at its top and unconditionally (not in a ``try`` or an ``if``: an optional
+        import is no requirement), a CUDA-only library, a CUDA extension the project builds (CUDAExtension in
+        its setup.py), or a module of the project that does so?"""
+        ctx = self.ctx
+        required = _top_level_imports(ctx.module)
+        if any(m in devices.CUDA_ONLY_LIBRARIES or m.split(".")[0] in devices.CUDA_ONLY_LIBRARIES - {"cuda"}
+               for m in required):
+            return True
+        return ctx.project is not None and ctx.project.imports_cuda_only(required, ctx.path,
+                                                                         devices.CUDA_ONLY_LIBRARIES)
 
     # --- polarity ------------------------------------------------------------------------------
     def falsity(self, expr: cst.BaseExpression) -> Polarity:
@@ -481,6 +488,18 @@ def _number(expr: cst.BaseExpression) -> float | None:
         inner = _number(expr.expression)
         return -inner if inner is not None else None
     return None
+
+
+def _top_level_imports(module: cst.Module) -> list[str]:
+    """The modules a module's own top level imports unconditionally (``import a.b``, ``from a import b``)."""
+    found: list[str] = []
+    for stmt in module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(small, cst.Import):
+                found.extend(dotted_name(alias.name) or "" for alias in small.names)
+            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+                found.append(dotted_name(small.module) or "")
+    return [m for m in found if m]
 
 
 class _Flags:

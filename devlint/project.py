@@ -259,15 +259,17 @@ class Project:
         at its top?"""
         extensions = self.cuda_extensions
 
-        def cuda_only(module: str) -> bool:
-            return module in extensions or module.rsplit(".", 1)[-1] in extensions or module in libraries \
-                or module.split(".")[0] in libraries - {"cuda"}
+        def cuda_only(module: str, path: str | None) -> bool:
+            if module in libraries or module.split(".")[0] in libraries - {"cuda"}:
+                return True
+            # a compiled extension has no .py of the project (basicsr's deform_conv.py loads deform_conv)
+            return path is None and (module in extensions or module.rsplit(".", 1)[-1] in extensions)
 
         for module in modules:
-            if cuda_only(module):
-                return True
             path = self.module_file(module, near)
-            if path is not None and any(cuda_only(m) for m in self._top_imports(path)):
+            if cuda_only(module, path):
+                return True
+            if path is not None and any(cuda_only(m, self.module_file(m, path)) for m in self._top_imports(path)):
                 return True
         return False
 
