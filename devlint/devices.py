@@ -377,3 +377,18 @@ MODULE_FACTORIES_SUFFIX = (".from_pretrained",)
 PRETRAINED_PACKAGES = ("transformers", "diffusers", "timm", "torchvision")
 # Packages whose calls may build a module or a tensor with grad/device evidence
 EVIDENCE_ROOTS = ("torch", "torchvision", "timm", "transformers", "diffusers")
+
+# Tensor methods that return the moved or converted tensor and leave the receiver as it was (checked on torch
+# 2.13: ``x.double()`` / ``x.to("meta")`` as a statement keep ``x``'s dtype and device). nn.Module's
+# .to()/.cuda()/.cpu()/.half()/.float()/.double()/.bfloat16() move the module's parameters in place instead.
+TENSOR_COPY_METHODS = frozenset({
+    MOVE_METHOD, CUDA_METHOD, CPU_METHOD, "xpu", "half", "float", "double", "bfloat16", "long", "int", "short",
+    "bool", "byte", "char",
+})
+# torch APIs that build objects, not tensors, from tensors (a traced ScriptModule, a DataLoader, a
+# distribution): a name bound from one is no tensor whose move is lost (ScriptModule.cuda() works in place).
+OBJECT_APIS = (
+    "torch.jit.", "torch.fx.", "torch.export.", "torch.compile", "torch.ao.", "torch.quantization.", "torch.onnx.",
+    "torch.hub.", "torch.package.", "torch.utils.", "torch.distributions.", "torch.optim.", "torch.distributed.",
+    "torch.nn.utils.",
+)
