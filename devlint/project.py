@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -50,9 +51,10 @@ class Project:
 
     # --- files ----------------------------------------------------------------------------------
     def read(self, path: str) -> bytes | None:
+        """A file's bytes; None for what cannot be read or is no regular file (a FIFO would block)."""
         if path not in self._bytes:
             try:
-                with open(path, "rb") as fh:
+                with open(path, "rb", opener=_regular_file) as fh:
                     self._bytes[path] = fh.read()
             except OSError:
                 self._bytes[path] = None
@@ -321,6 +323,16 @@ class Project:
                             found.append((ctx, call))
                 self._callers[key] = found
         return self._callers[key]
+
+
+def _regular_file(path: str, flags: int) -> int:
+    """``open``'s opener: without blocking on a FIFO, and only a regular file (else OSError)."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IsADirectoryError(f"not a regular file: {path}")
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _extension_names(data: bytes) -> set[str]:

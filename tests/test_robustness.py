@@ -117,3 +117,24 @@ def test_kill_during_fix_leaves_every_file_old_or_new(tmp_path):
     assert len(states) == 300
     assert all(s in (src, fixed) for s in states)
     assert 0 < states.count(fixed) < 300, "the kill came too late (or too early) to test anything"
+
+
+def test_the_project_never_blocks_on_a_fifo(tmp_path):
+    """Cross-file analyses read every file of the run (CUDA extensions, NCCL, callers): a FIFO among them is
+    no source, and opening it must not block."""
+    import os
+    import threading
+
+    from devlint.project import Project
+
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    (tmp_path / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\n"
+                                       "CUDAExtension('knn', ['knn.cu'])\n")
+    project = Project([str(fifo), str(tmp_path / "setup.py")])
+    found: list[object] = []
+    worker = threading.Thread(target=lambda: found.append((project.read(str(fifo)), project.cuda_extensions)),
+                              daemon=True)
+    worker.start()
+    worker.join(10)
+    assert found == [(None, frozenset({"knn"}))]
