@@ -378,6 +378,25 @@ PRETRAINED_PACKAGES = ("transformers", "diffusers", "timm", "torchvision")
 # Packages whose calls may build a module or a tensor with grad/device evidence
 EVIDENCE_ROOTS = ("torch", "torchvision", "timm", "transformers", "diffusers")
 
+# --- loading checkpoints ------------------------------------------------------------------------------------
+# Loaders that put each saved tensor back on the device it was saved from unless ``map_location`` says
+# otherwise (a checkpoint saved on a GPU then fails without CUDA): qualified name -> the index of
+# ``map_location`` among the positional arguments (checked on torch 2.13: torch.load(f, map_location=None,
+# pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args), torch.jit.load(f,
+# map_location=None, _extra_files=None, _restore_shapes=False)). map_location=None is the same as none.
+CHECKPOINT_LOADERS = {"torch.load": 1, "torch.serialization.load": 1, "torch.jit.load": 1}
+# What makes a loaded value model state (tensors a GPU run leaves on the GPU): it is handed to a
+# ``load_state_dict`` (of a module, an optimizer, a scheduler), or used as a module (called, or one of these
+# methods of torch.nn.Module that a tensor does not have).
+STATE_LOADER = "load_state_dict"
+MODULE_ONLY_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "buffers", "modules",
+                                 "named_modules", "children", "forward", "state_dict", "zero_grad"})
+SAVE_FUNC = "torch.save"
+# A program whose files never mention an accelerator keeps its tensors on the CPU (what it saves, it saves from
+# the CPU).
+ACCELERATOR_MENTION = re.compile(rb"cuda|gpu|\bmps\b|\bxpu\b|accelerator", re.IGNORECASE)
+
+
 # Tensor methods that return the moved or converted tensor and leave the receiver as it was (checked on torch
 # 2.13: ``x.double()`` / ``x.to("meta")`` as a statement keep ``x``'s dtype and device). nn.Module's
 # .to()/.cuda()/.cpu()/.half()/.float()/.double()/.bfloat16() move the module's parameters in place instead.

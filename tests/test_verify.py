@@ -118,7 +118,7 @@ def test_rules_matrix(targets_detected_once):
     result = CliRunner().invoke(main, ["verify", "--rules", "--output-format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert {r["code"] for r in rows} == {"DEV001", "DEV002", "DEV003", "DEV004"}
+    assert {r["code"] for r in rows} == {"DEV001", "DEV002", "DEV003", "DEV004", "DEV005"}
     for r in rows:
         if r["code"] == "DEV003":
             assert {o["verdict"] for o in r["targets"].values()} == {"confirmed"}

@@ -1,0 +1,549 @@
+"""DEV005: torch.load (or torch.jit.load) without map_location in code that can run without CUDA."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from devlint import devices
+from devlint.bindings import device_name_at
+from devlint.context import Context, dotted_name
+from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
+from devlint.guards import guards, walk
+from devlint.lazy import LazyModule
+from devlint.rules.base import Invalid, Rule, Valid, insert_after, replace_token
+from devlint.rules.fixes import preferred_quote, quote_at
+from devlint.screen import AstIndex
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
+
+# torch 2.13's own error for a checkpoint saved on a GPU, loaded where CUDA is unavailable
+TORCH_ERROR = ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False")
+# torch.jit.load of a module saved on a GPU, on a CPU-only build of torch 2.13
+JIT_ERROR = "Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend"
+
+
+@dataclass(frozen=True)
+class CheckpointEvidence(Evidence):
+    """The loader called (``torch.load`` / ``torch.jit.load``) and the ``map_location`` the fix passes
+    (``'"cpu"'``, ``"device"``; None: no fix)."""
+
+    loader: str
+    map_location: str | None
+
+
+_OMITTED = "omitted"  # no map_location at all
+
+
+def _map_location(call: cst.Call, position: int) -> cst.Arg | str | None:
+    """What ``call`` (a loader whose ``map_location`` is positional argument ``position``) passes as
+    ``map_location``: :data:`_OMITTED` when it certainly passes none (no such keyword, fewer positional
+    arguments, no ``*args`` / ``**kwargs`` that may hold it, and at least one argument), the argument when
+    it passes the literal ``None`` (torch's default: the same as none), else None (given, or unknown)."""
+    if not call.args:
+        return None
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            positional += 1
+            if positional == position + 1:
+                return arg if _is_none(arg.value) else None
+        elif arg.keyword.value == devices.MAP_LOCATION_KEYWORD:
+            return arg if _is_none(arg.value) else None
+    return _OMITTED
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _ast_omits_map_location(call: ast.Call, position: int) -> bool:
+    """Does ``call`` pass no ``map_location``, or ``None`` (:func:`_map_location` on CPython's ``ast``, for
+    the screen)?"""
+    if not (call.args or call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if any(k.arg is None for k in call.keywords):
+        return False
+    given = [k.value for k in call.keywords if k.arg == devices.MAP_LOCATION_KEYWORD]
+    if len(call.args) > position:
+        given.append(call.args[position])
+    return all(isinstance(v, ast.Constant) and v.value is None for v in given)
+
+
+def _scope(ctx: Context, node: cst.CSTNode) -> cst.CSTNode:
+    """The function a node runs in, or the module."""
+    func = ctx.enclosing_function(node)
+    return func if func is not None else ctx.module
+
+
+def _in_scope(ctx: Context, node: cst.CSTNode, scope: cst.CSTNode, strict: bool = False) -> bool:
+    """Is ``node`` in ``scope``'s code: inside the function (nested functions included), or anywhere in the
+    module for the module (``strict``: only outside every function)?"""
+    if scope is ctx.module:
+        return not strict or ctx.enclosing_function(node) is None
+    return any(anc is scope for anc in ctx.ancestors(node))
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    """The names a binding target binds or updates: ``x``, ``self.x``, ``d`` of ``d[k] = ...``, each name of
+    a tuple."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _target_names(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    if isinstance(target, cst.Subscript):
+        return _target_names(target.value)
+    name = dotted_name(target)
+    return [name] if name else []
+
+
+def _bindings(ctx: Context, scope: cst.CSTNode) -> list[tuple[list[str], cst.BaseExpression]]:
+    """(names bound, the value they take) for every binding in ``scope``: assignments, ``for`` loops and
+    comprehensions (the iterable), ``with ... as``."""
+    out: list[tuple[list[str], cst.BaseExpression]] = []
+    for assign in ctx.nodes(cst.Assign):
+        if _in_scope(ctx, assign, scope):
+            out.append(([n for t in assign.targets for n in _target_names(t.target)], assign.value))
+    others: list[cst.AnnAssign | cst.AugAssign] = [*ctx.nodes(cst.AnnAssign), *ctx.nodes(cst.AugAssign)]
+    for other in others:
+        if other.value is not None and _in_scope(ctx, other, scope):
+            out.append((_target_names(other.target), other.value))
+    loops: list[cst.For | cst.CompFor] = [*ctx.nodes(cst.For), *ctx.nodes(cst.CompFor)]
+    for loop in loops:
+        if _in_scope(ctx, loop, scope):
+            out.append((_target_names(loop.target), loop.iter))
+    for item in ctx.nodes(cst.WithItem):
+        if item.asname is not None and _in_scope(ctx, item, scope):
+            out.append((_target_names(item.asname.name), item.item))
+    return out
+
+
+def _names_in(expr: cst.CSTNode) -> set[str]:
+    """The dotted names read anywhere in ``expr`` (``ckpt``, ``self.ckpt``, ``self``)."""
+    return {name for node in walk(expr) if isinstance(node, (cst.Name, cst.Attribute))
+            for name in [dotted_name(node)] if name}
+
+
+def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The value a part is taken from: ``ckpt`` of ``ckpt["model"]``, ``ckpt.model``, ``ckpt.get("model")``,
+    ``model.to(device)``."""
+    while True:
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value in ("get", "to", "cpu", "cuda", "float", "half"):
+            expr = expr.func.value
+        else:
+            return expr
+
+
+class _Flow:
+    """Where a loaded value goes in the function that loads it: the names that hold it or a part of it
+    (``direct``: the value itself or an item of it, ``ckpt["model"]``; ``derived``: anything computed from
+    it, ``{k[7:]: v for k, v in ckpt.items()}``)."""
+
+    def __init__(self, ctx: Context, load: cst.BaseExpression, scope: cst.CSTNode) -> None:
+        self.ctx, self.load = ctx, load
+        self.direct: set[str] = set()
+        self.derived: set[str] = set()
+        bindings = [(names, value, _names_in(value), self._holds_load(value)) for names, value in _bindings(ctx, scope)]
+        for _ in range(6):  # a few steps of propagation: enough for a checkpoint's usual handling
+            before = len(self.direct) + len(self.derived)
+            for names, value, reads, has_load in bindings:
+                if has_load or reads & (self.direct | self.derived):
+                    self.derived.update(names)
+                    if self.is_direct(value):
+                        self.direct.update(names)
+            if len(self.direct) + len(self.derived) == before:
+                break
+
+    def _holds_load(self, expr: cst.CSTNode) -> bool:
+        return expr is self.load or any(anc is expr for anc in self.ctx.ancestors(self.load))
+
+    def is_direct(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` the loaded value or an item of it?"""
+        base = _strip(expr)
+        return base is self.load or dotted_name(base) in self.direct
+
+    def mentions(self, expr: cst.CSTNode) -> bool:
+        return self._holds_load(expr) or bool(_names_in(expr) & (self.direct | self.derived))
+
+
+def _model_state(ctx: Context, load: cst.BaseExpression, depth: int = 1) -> bool:
+    """Is the loaded value model state: handed (or something computed from it) to a ``load_state_dict``, or
+    used as a module (called, ``.eval()``, ``.parameters()``, ...)? A function of the file that returns it
+    (``return torch.load(path)``) is followed to its calls in the file, ``depth`` times."""
+    scope = _scope(ctx, load)
+    flow = _Flow(ctx, load, scope)
+    if any(_uses_as_state(flow, call) for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope)):
+        return True
+    if depth <= 0 or not isinstance(scope, cst.FunctionDef):
+        return False
+    returned = any(r.value is not None and flow.is_direct(r.value) for r in ctx.nodes(cst.Return)
+                   if ctx.enclosing_function(r) is scope)
+    return returned and any(_model_state(ctx, site, depth - 1) for site in _calls_of(ctx, scope))
+
+
+def _uses_as_state(flow: _Flow, call: cst.Call) -> bool:
+    """Does ``call`` take the loaded value as model state?"""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "").split(".")[-1]
+    if name.endswith(devices.STATE_LOADER) and any(flow.mentions(a.value) for a in call.args):
+        return True
+    if isinstance(func, cst.Attribute) and name in devices.MODULE_ONLY_METHODS and flow.is_direct(func.value):
+        return True
+    return isinstance(func, (cst.Name, cst.Attribute)) and dotted_name(func) in flow.direct  # model(x)
+
+
+def _calls_of(ctx: Context, func: cst.FunctionDef) -> list[cst.Call]:
+    """The calls in this file of a function or method named like ``func`` (``load(p)``, ``self.load(p)``)."""
+    name = func.name.value
+    return [call for call in ctx.nodes(cst.Call)
+            if (isinstance(call.func, cst.Name) and call.func.value == name)
+            or (isinstance(call.func, cst.Attribute) and call.func.attr.value == name)]
+
+
+def _saved_before(ctx: Context, load: cst.Call) -> bool:
+    """Does the function that loads first write the same file with ``torch.save`` (``torch.save(obj, path)``
+    ... ``torch.load(path)``, also in a function nested in it): a round trip in one process, whose tensors
+    were on this machine's devices?"""
+    scope = _scope(ctx, load)
+    source = ctx.code(load.args[0].value)
+    for call in ctx.nodes(cst.Call):
+        if ctx.qualname(call.func) != devices.SAVE_FUNC or ctx.order[call] > ctx.order[load] \
+                or not _in_scope(ctx, call, scope, strict=True):
+            continue
+        target = [a for a in call.args if a.keyword is None][1:2] + \
+            [a for a in call.args if a.keyword is not None and a.keyword.value == "f"]
+        if any(ctx.code(a.value) == source for a in target):
+            return True
+    return False
+
+
+# A call that fetches a file from the internet: load_file_from_url, download_url_to_file, hf_hub_download,
+# open_url, urlopen, gdown.download
+_FETCH = re.compile(r"download|url|hub", re.IGNORECASE)
+_TEST_DIRS = frozenset({"test", "tests"})
+
+
+def _fetches_or_ships(ctx: Context, expr: cst.CSTNode) -> bool:
+    """Does ``expr`` name ``__file__`` (a file shipped beside the code) or call a fetch from the internet?"""
+    for node in walk(expr):
+        if isinstance(node, cst.Name) and node.value == "__file__":
+            return True
+        if isinstance(node, cst.Call) and _FETCH.search((dotted_name(node.func) or "").split(".")[-1]):
+            return True
+    return False
+
+
+def _origins(ctx: Context, expr: cst.BaseExpression, scope: cst.CSTNode) -> list[cst.BaseExpression]:
+    """``expr`` and the values the names it reads are bound to in ``scope``, three assignments back."""
+    values: dict[str, list[cst.BaseExpression]] = {}
+    for names, value in _bindings(ctx, scope):
+        for name in names:
+            values.setdefault(name, []).append(value)
+    found, frontier = [expr], [expr]
+    for _ in range(3):
+        frontier = [v for e in frontier for name in _names_in(e) for v in values.get(name, []) if v not in found]
+        found.extend(frontier)
+    return found
+
+
+def _published(ctx: Context, load: cst.Call) -> bool:
+    """Is the loaded file one published with or for the code: a path built from ``__file__`` (shipped beside
+    it) or a file fetched from the internet in the function that loads (``path = load_file_from_url(url)``,
+    ``with open_url(url) as f``, ``gdown.download(url, path)``)? Its device is the publisher's choice, which
+    devlint cannot see."""
+    scope = _scope(ctx, load)
+    arg = load.args[0].value
+    if any(_fetches_or_ships(ctx, e) for e in _origins(ctx, arg, scope)):
+        return True
+    source = ctx.code(arg)
+    return any(_FETCH.search((dotted_name(call.func) or "").split(".")[-1])
+               and any(ctx.code(a.value) == source for a in call.args)
+               for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope))
+
+
+def _test_code(path: str) -> bool:
+    """A test module (``test_*.py``, ``*_test.py``, ``conftest.py``, or a module right in a ``tests`` or
+    ``test`` folder): the files its tests load are the ones the test session writes."""
+    folder, name = os.path.split(os.path.normpath(path))
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
+        or os.path.basename(folder) in _TEST_DIRS
+
+
+def _cpu_only_program(ctx: Context) -> bool:
+    """Is the file part of a program that never touches an accelerator and writes its own checkpoints: no
+    Python file of its directory (the file alone, outside a project; regular files only: a FIFO would block)
+    mentions CUDA, a GPU, mps or xpu, and one of them calls ``torch.save``? What such a program loads, it
+    saved from CPU tensors."""
+    here = os.path.abspath(ctx.path)
+    texts = [(ctx.text or ctx.module.code).encode("utf-8", "replace")]
+    if ctx.project is not None:
+        for path in ctx.project.paths:
+            if path != here and os.path.dirname(path) == os.path.dirname(here) and os.path.isfile(path):
+                ctx.project.consulted.add(path)
+                texts.append(ctx.project.read(path) or b"")
+    if any(devices.ACCELERATOR_MENTION.search(text) for text in texts):
+        return False
+    save = devices.SAVE_FUNC.rsplit(".", 1)[1].encode()
+    return any(re.search(rb"\b" + save + rb"\s*\(", text) for text in texts)
+
+
+def _short(loader: str) -> str:
+    return "torch.jit.load" if loader.startswith("torch.jit.") else "torch.load"
+
+
+class TorchLoadMapLocation(Rule):
+    code = "DEV005"
+    name = "torch-load-map-location"
+    summary = "torch.load / torch.jit.load without map_location in code that can run without CUDA."
+    fix_availability = FixAvailability.SOMETIMES
+    evidence_type = CheckpointEvidence
+    # a loader call (`torch.load(`, `T.load (`, `jit.load(`, `load(` imported from torch; not `_load(` or
+    # `offload(`), also across a line join, or a loader imported under another name (`from torch import load
+    # as load_checkpoint`)
+    triggers = re.compile(rb"(?<!\w)load[\s\\]*\(|\bload\s+as\b")
+
+    doc_what = '''
+Finds `torch.load(...)` and `torch.jit.load(...)` calls that pass no `map_location` (neither the keyword
+nor the second positional argument), or pass the literal `None` (torch's default: it behaves exactly as no
+`map_location`), where the loaded value is model state, in code that can run without CUDA. Imports are
+resolved: `import torch as T` then `T.load(path)`, `from torch import load`, `from torch.serialization
+import load`, `from torch import jit` then `jit.load(path)` are the same call.
+
+Model state is what a training run on a GPU leaves on the GPU, and so what a checkpoint saved there holds
+as CUDA tensors: the loaded value (or an item of it, `ckpt["model"]`, or anything computed from it in the
+same function, `{k[7:]: v for k, v in ckpt.items()}`) is handed to a `load_state_dict(...)` (of a module,
+an optimizer, a scheduler), or used as a module (called, `.eval()`, `.parameters()`, `.state_dict()`, ...).
+A function of the file that returns the loaded value (`return torch.load(path)`) is followed to its calls
+in the file. `torch.jit.load` always loads a module: always model state.
+
+Not reported:
+- any other `map_location`, whatever its value (`"cpu"`, `device`, `torch.device("cpu")`, `{"cuda:0":
+  "cpu"}`, `lambda storage, loc: storage`, `None if use_gpu else "cpu"`);
+- a call with `*args` or `**kwargs` (they may carry `map_location`);
+- a load whose value is not seen to become model state: data and dataset caches, evaluation results,
+  scalar state (a scheduler's numbers, RNG states), a checkpoint handed to a helper of another library
+  (ignite's `Checkpoint.load_objects`) or to a function that is not `load_state_dict`;
+- a round trip in one process: the function (or module) that loads first writes the same file with
+  `torch.save` (`torch.save(model.state_dict(), path)` ... `model.load_state_dict(torch.load(path))`): its
+  tensors were on this machine's devices;
+- a program that never touches an accelerator and writes its own checkpoints: no Python file of the
+  loading file's directory mentions CUDA, a GPU, `mps` or `xpu`, and one of them calls `torch.save`;
+- a file published with or for the code, whose device is its publisher's choice: a path built from
+  `__file__` (weights shipped in the package), or fetched from the internet in the loading function
+  (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
+  `hf_hub_download(...)`);
+- test code (`test_*.py`, `*_test.py`, `conftest.py`, a module right in a `tests/` or `test/` folder): the
+  checkpoints a test loads are the ones its fixtures write during the session (`tmp_path`), on the machine
+  that runs them;
+- a load that runs only where CUDA was checked for, by the guards DEV001 uses: inside `if
+  torch.cuda.is_available():` (or `if use_gpu:`, `if args.cuda:` off by default, `if x.is_cuda:`), after
+  an early exit without CUDA, inside a `try:` whose handler catches the error, in a function or class
+  that declares itself GPU-only, in a function every call of which is guarded;
+- CUDA-only code by the principle DEV001 uses: after `init_process_group("nccl")` or
+  `torch.cuda.set_device(local_rank)` in the same flow, in a module that imports a CUDA-only library
+  (TensorRT, PyCUDA, CuPy, flash_attn) or is marked GPU-only (`pytestmark = pytest.mark.skipif(not
+  torch.cuda.is_available(), ...)`);
+- `pickle.load`, `np.load`, `json.load`, `safetensors` loaders (they take a device of their own), a method
+  `.load(...)` of any other object, and files that never import torch.
+'''
+    doc_why = '''
+`torch.save` records, for each tensor, the device it was on; `torch.load` puts it back there. A checkpoint
+saved during training on a GPU, loaded on a laptop, a Mac or a CPU-only CI runner, fails at once (torch
+2.13, CPU build, checked with `devlint verify --rules`):
+
+```
+RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False.
+If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to
+map your storages to the CPU.
+```
+
+The same with `weights_only=True` (the default since torch 2.6; still the default in 2.13: without
+`pickle_module`, `torch.load` uses the weights-only unpickler), `weights_only=False`, `mmap=True`, the legacy
+(non-zip) format and `map_location=None`. `torch.jit.load` of a module saved on a GPU fails too, on a CPU
+build with `NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA'
+backend` (on a CUDA build without a GPU the message differs; not checked here). `devlint verify` reproduces
+both without a GPU: `torch.save` asks `torch.serialization.location_tag` where each storage lives, and the
+probe makes it answer `"cuda:0"` while saving (for `torch.jit.save`, the storage location `"cpu"` in the
+archive's `data.pkl` is rewritten to `"cuda:0"`), then loads without `map_location` (torch's error) and with
+the fix's (it loads). Moving the result afterwards (`torch.load(p).to(device)`, `model.load_state_dict(...)`
+on a CPU model) does not help: the error is raised inside the load. Any `map_location` that maps the saved
+device away works (`"cpu"`, `torch.device("cpu")`, `lambda storage, loc: storage`, `{"cuda:0": "cpu"}`);
+`map_location="cuda"` or a dictionary that misses the saved device (`{"cuda:1": "cpu"}`) fails the same way.
+'''
+    doc_use_instead = '''
+Say where the tensors go: `map_location=device` (the device the program chose, e.g. `"cuda" if
+torch.cuda.is_available() else "cpu"`), or `map_location="cpu"` and move the model afterwards. The fix
+adds `map_location=device` when a device variable (`device`, `DEVICE`, `dev`, `self.device`, ...) certainly
+holds a device there, else `map_location="cpu"`.
+'''
+    doc_fix_safety = '''
+Unsafe: it changes where the loaded tensors land. With `map_location="cpu"` a checkpoint saved on a GPU
+now loads on the CPU also on a machine that has one: code that relied on the tensors coming back on the GPU
+(an optimizer state, a tensor used without `.to(device)`) then mixes devices until it moves them. With
+`map_location=device` they land on the program's device, which is what the rest of the code uses. The
+device variable is reused only when every binding of it in its scope is a device and one of them runs
+before the load on every path (`devlint/bindings.py`); if that variable is a hard-coded `"cuda"`, DEV001
+reports it. The fix inserts `, map_location=...` right after the last argument: a trailing comma, line
+breaks and comments inside the call stay as they are. Inside an f-string it uses the quote the f-string
+does not; with both taken there is no fix.
+'''
+    doc_known_problems = '''
+devlint does not know what a file holds. It reports a load whose value becomes model state, and that may
+still be a file of CPU tensors (weights published after `.cpu()`, a checkpoint saved with
+`torch.save(model.cpu().state_dict(), path)` by another program): pass `map_location` anyway (it costs
+nothing) or add `# noqa: DEV005`. Proving that the same code saved the file from CPU tensors would need
+to follow the path and the tensors' devices across programs and runs; devlint only recognises the round
+trip within one function and a program directory that never mentions an accelerator.
+
+Loads it leaves out, and that can fail the same way: a checkpoint whose use it does not see (passed to a
+helper of the project or of a library, kept in an attribute and used in another method, returned from a
+function whose callers are in other files), tensors that are not model state but were made on a GPU
+(embeddings, features, a tensor cache written by a GPU run), and loaders that call `torch.load` for you
+without a `map_location` (`torch.hub.load_state_dict_from_url(url)`). A `map_location` that is a variable
+holding `None` is not followed: any expression other than the literal `None` counts as given. A
+dictionary `map_location` that misses the saved device (`{"cuda:1": "cpu"}` for a checkpoint from
+`cuda:0`) still fails and is not reported. Published weights (shipped beside the code or downloaded by
+it) and test code are left out even when the file does hold CUDA tensors, and weights a user downloads by
+hand and passes as a path are reported even when they hold CPU tensors. A program that runs only on GPUs
+by its README alone is not seen as such (`per-file-ignores`, `ignore = ["DEV005"]` or `# noqa: DEV005`).
+'''
+    doc_options = '''
+None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV005` apply as for every rule.
+'''
+    doc_references = '''
+- [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
+- [Saving and loading models across devices](https://pytorch.org/tutorials/beginner/saving_loading_models.html#saving-loading-model-across-devices)
+- [torch.jit.load](https://pytorch.org/docs/stable/generated/torch.jit.load.html)
+'''
+    doc_notebooks = '''
+Notebooks (`.ipynb`) are linted like scripts: the code cells, in order, are one module, so a device chosen
+in one cell is the `map_location=device` of a load in a later cell, and a guard cell (`if not
+torch.cuda.is_available(): raise ...`) covers the cells after it. Colab's `"accelerator": "GPU"` metadata
+does not make a notebook CUDA-only: a checkpoint loaded in it still fails on a CPU runtime. `--fix` rewrites
+only the changed cells' sources.
+'''
+
+    VALID = (
+        Valid('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+              'model.load_state_dict(torch.load("model.pt", map_location=device))\n'),
+        Valid('import torch\nmodel.load_state_dict(torch.load("model.pt", "cpu"))\n'),
+        Valid('import torch\nif torch.cuda.is_available():\n    model.load_state_dict(torch.load("model.pt"))\n'),
+        Valid('import torch\nckpt = torch.load(path, map_location=lambda storage, loc: storage)\n'
+              'model.load_state_dict(ckpt["model"])\n'),
+        Valid('import torch\nm = torch.jit.load("model.ts", map_location="cpu")\n'),
+        Valid('import torch\nkwargs = {"map_location": "cpu"}\nmodel.load_state_dict(torch.load(path, **kwargs))\n'),
+        Valid('import pickle\nimport numpy as np\nimport torch\nwith open(p, "rb") as f:\n'
+              '    data = pickle.load(f)\narr = np.load("a.npy")\nmodel.load(path)\n'),
+        Valid('import os\nimport torch\nimport torch.distributed as dist\n'
+              'def main():\n    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))\n'
+              '    dist.init_process_group("nccl")\n    model.load_state_dict(torch.load("ckpt.pt"))\n'),
+        Valid('import torch\ndata = torch.load("cache/train.pt")  # tensors the preprocessing made on the CPU\n'
+              'inputs, labels = data["inputs"], data["labels"]\n'),
+        Valid('import torch\ndef train(model):\n    torch.save(model.state_dict(), "best.pt")\n'
+              '    model.load_state_dict(torch.load("best.pt"))  # written by this run, on this machine\n'),
+        Valid('def load(path):\n    return open(path).read()\ntext = load("notes.txt")\n'),
+    )
+    INVALID = (
+        Invalid(
+            'import torch\n\nmodel = Net()\nmodel.load_state_dict(torch.load("checkpoint.pt"))\n',
+            fixed='import torch\n\nmodel = Net()\n'
+                  'model.load_state_dict(torch.load("checkpoint.pt", map_location="cpu"))\n',
+            doc=True,
+        ),
+        Invalid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'ckpt = torch.load(args.resume, weights_only=True)\nmodel.load_state_dict(ckpt["model"])\n',
+                fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                      'ckpt = torch.load(args.resume, weights_only=True, map_location=device)\n'
+                      'model.load_state_dict(ckpt["model"])\n'),
+        Invalid("import torch as T\nsd = T.load(\n    'best.pth',  # the best epoch\n)\nnet.load_state_dict(sd)\n",
+                fixed="import torch as T\nsd = T.load(\n    'best.pth', map_location='cpu',  # the best epoch\n)\n"
+                      "net.load_state_dict(sd)\n"),
+        Invalid('from torch import load\nweights = load(path)\nweights = {k[7:]: v for k, v in weights.items()}\n'
+                'model.load_state_dict(weights)\n',
+                fixed='from torch import load\nweights = load(path, map_location="cpu")\n'
+                      'weights = {k[7:]: v for k, v in weights.items()}\nmodel.load_state_dict(weights)\n'),
+        Invalid('import torch\nmodel = torch.jit.load("traced.pt")\n',
+                fixed='import torch\nmodel = torch.jit.load("traced.pt", map_location="cpu")\n'),
+        Invalid('import torch\nclass Runner:\n    def __init__(self):\n'
+                '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                '    def resume(self, path):\n        return torch.load(path)\n'
+                '    def restore(self, model):\n        model.load_state_dict(self.resume("last.pt"))\n',
+                fixed='import torch\nclass Runner:\n    def __init__(self):\n'
+                      '        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                      '    def resume(self, path):\n        return torch.load(path, map_location=self.device)\n'
+                      '    def restore(self, model):\n        model.load_state_dict(self.resume("last.pt"))\n'),
+        Invalid('import torch\nmodel = torch.load("model.pt", map_location=None)\nmodel.eval()\n',
+                fixed='import torch\nmodel = torch.load("model.pt", map_location="cpu")\nmodel.eval()\n'),
+        Invalid("import torch\nprint(f\"{net.load_state_dict(torch.load('x.pt'))}\")\n",
+                fixed="import torch\nprint(f\"{net.load_state_dict(torch.load('x.pt', map_location='cpu'))}\")\n"),
+    )
+
+    def screen(self, index: AstIndex) -> bool:
+        if not index.imports_torch:
+            return False
+        for call in index.calls:
+            for qualname in index.qualnames(call.func):
+                position = devices.CHECKPOINT_LOADERS.get(qualname or "")
+                if position is not None and _ast_omits_map_location(call, position):
+                    return True
+        return False
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.imports_torch or _test_code(ctx.path):
+            return
+        guard = guards(ctx)
+        cpu_only: bool | None = None
+        for call in ctx.nodes(cst.Call):
+            loader = ctx.qualname(call.func)
+            position = devices.CHECKPOINT_LOADERS.get(loader or "")
+            if loader is None or position is None:
+                continue
+            passed = _map_location(call, position)
+            if passed is None or guard.is_guarded(call) or _saved_before(ctx, call) or _published(ctx, call):
+                continue
+            if loader != "torch.jit.load" and not _model_state(ctx, call):
+                continue  # data, a cache, metrics, scalar state: nothing a GPU run leaves on the GPU
+            if cpu_only is None:
+                cpu_only = _cpu_only_program(ctx)
+            if cpu_only:
+                return
+            yield self._report(ctx, call, _short(loader), passed if isinstance(passed, cst.Arg) else None)
+
+    def _report(self, ctx: Context, call: cst.Call, loader: str, none: cst.Arg | None) -> Finding:
+        fix = self._fix(ctx, call, none)
+        error = JIT_ERROR if loader == "torch.jit.load" else TORCH_ERROR
+        target = "module" if loader == "torch.jit.load" else "checkpoint"
+        what = "with map_location=None (torch's default)" if none is not None else "without map_location"
+        message = (f'{loader} {what} puts tensors back on the device they were saved from: a '
+                   f'{target} saved on a GPU raises "{error}" on a machine without CUDA; pass '
+                   f'map_location=device (or "cpu")')
+        value = fix.message.split("=", 1)[1] if fix is not None else None
+        return self.finding(ctx, call, message, fix, evidence=CheckpointEvidence(loader, value))
+
+    @staticmethod
+    def _fix(ctx: Context, call: cst.Call, none: cst.Arg | None) -> Fix | None:
+        """``, map_location=device`` (a device variable certainly bound here) or ``, map_location="cpu"``,
+        right after the last argument (a trailing comma and comments stay); a ``None`` passed is replaced."""
+        value = device_name_at(ctx, call)
+        if value is None:
+            quote = quote_at(ctx, call, preferred_quote(ctx))
+            if quote is None:
+                return None
+            value = f"{quote}cpu{quote}"
+        if none is not None:
+            edit = replace_token(ctx, none.value, value)
+        else:
+            edit = insert_after(ctx, call.args[-1].value, f", {devices.MAP_LOCATION_KEYWORD}={value}")
+        return Fix((edit,), Applicability.UNSAFE, f"Pass {devices.MAP_LOCATION_KEYWORD}={value}")
