@@ -397,6 +397,7 @@ SAVE_FUNC = "torch.save"
 ACCELERATOR_MENTION = re.compile(rb"cuda|gpu|\bmps\b|\bxpu\b|accelerator", re.IGNORECASE)
 
 
+# --- results a statement throws away ------------------------------------------------------------------------
 # Tensor methods that return the moved or converted tensor and leave the receiver as it was (checked on torch
 # 2.13: ``x.double()`` / ``x.to("meta")`` as a statement keep ``x``'s dtype and device). nn.Module's
 # .to()/.cuda()/.cpu()/.half()/.float()/.double()/.bfloat16() move the module's parameters in place instead.
@@ -411,3 +412,61 @@ OBJECT_APIS = (
     "torch.hub.", "torch.package.", "torch.utils.", "torch.distributions.", "torch.optim.", "torch.distributed.",
     "torch.nn.utils.",
 )
+
+
+# --- calls that need an accelerator to run (DEV006) ------------------------------------------------------------
+# What each raises on torch 2.13.0+cpu (each run on the installed CPU build; a CUDA build on a machine with no GPU
+# raises RuntimeError "Found no NVIDIA driver" / "No CUDA GPUs are available" instead). torch.cuda's
+# is_available, device_count, empty_cache, memory_allocated, max_memory_allocated, memory_reserved, memory_stats,
+# manual_seed(_all), seed(_all), get_arch_list, amp.GradScaler/autocast (they warn) run clean without CUDA.
+_NOT_COMPILED = "AssertionError: Torch not compiled with CUDA enabled"
+_NO_C = "AttributeError: module 'torch._C' has no attribute "
+_NO_ACCELERATOR = "RuntimeError: Cannot access accelerator device when none is available."
+CUDA_ONLY_API: dict[str, str] = {
+    **{f"torch.cuda.{name}": _NOT_COMPILED for name in (
+        "synchronize", "get_device_name", "get_device_properties", "get_device_capability", "current_device",
+        "mem_get_info", "current_stream", "default_stream", "ipc_collect", "set_per_process_memory_fraction",
+        "get_rng_state", "initial_seed", "init", "cudart", "current_blas_handle", "can_device_access_peer",
+        "get_sync_debug_mode", "set_sync_debug_mode")},
+    "torch.cuda.set_device": _NO_C + "'_cuda_setDevice'",
+    **{f"torch.cuda.{name}": _NO_C + "'_cuda_resetPeakMemoryStats'" for name in (
+        "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached")},
+    "torch.cuda.reset_accumulated_memory_stats": _NO_C + "'_cuda_resetAccumulatedMemoryStats'",
+    "torch.cuda.memory_snapshot": _NO_C + "'_cuda_memorySnapshot'",
+    "torch.cuda.memory_summary": "KeyError: 'allocated_bytes.all.current'",
+    "torch.cuda.Event": "RuntimeError: Tried to instantiate dummy base class Event",
+    "torch.cuda.CUDAGraph": "RuntimeError: Tried to instantiate dummy base class CUDAGraph",
+    "torch.cuda.Stream": "RuntimeError: torch.cuda.Stream requires CUDA support",
+    **{f"torch.cuda.nvtx.{name}": "RuntimeError: NVTX functions not installed. Are you sure you have a CUDA build?"
+       for name in ("range_push", "range_pop", "mark")},
+    **{f"torch.accelerator.{name}": _NO_ACCELERATOR for name in (
+        "synchronize", "current_device_index", "current_device_idx", "set_device_index", "set_device_idx",
+        "current_stream", "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
+        "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
+        "get_memory_info", "get_device_capability")},
+}
+# Context managers that raise when the `with` enters them (constructing one is harmless); an index of -1 (or
+# None for device_index) enters nothing.
+CUDA_ONLY_CONTEXTS: dict[str, str] = {
+    "torch.cuda.device": "RuntimeError: PyTorch was compiled without CUDA support",
+    "torch.accelerator.device_index": _NO_ACCELERATOR,
+    "torch.cuda.nvtx.range": "RuntimeError: NVTX functions not installed. Are you sure you have a CUDA build?",
+}
+# torch.cuda.memory.X is torch.cuda.X (the memory functions' own module)
+CUDA_API_ALIASES = {"torch.cuda.memory.": "torch.cuda."}
+
+
+def cuda_only_call(qualname: str | None) -> str | None:
+    """The canonical name of a call that raises without an accelerator (``torch.cuda.synchronize``), or None."""
+    if qualname is None:
+        return None
+    for prefix, canonical in CUDA_API_ALIASES.items():
+        if qualname.startswith(prefix):
+            qualname = canonical + qualname[len(prefix):]
+    return qualname if qualname in CUDA_ONLY_API or qualname in CUDA_ONLY_CONTEXTS else None
+
+
+def availability_check(qualname: str) -> str:
+    """The availability call that guards ``qualname``: ``torch.accelerator.is_available`` for the
+    device-generic API, ``torch.cuda.is_available`` for the rest."""
+    return "torch.accelerator.is_available" if qualname.startswith("torch.accelerator.") else "torch.cuda.is_available"

@@ -118,13 +118,19 @@ def test_rules_matrix(targets_detected_once):
     result = CliRunner().invoke(main, ["verify", "--rules", "--output-format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert {r["code"] for r in rows} == {"DEV001", "DEV002", "DEV003", "DEV004", "DEV005"}
+    assert {r["code"] for r in rows} == {"DEV001", "DEV002", "DEV003", "DEV004", "DEV005", "DEV006", "DEV008"}
     for r in rows:
         if r["code"] == "DEV003":
             assert {o["verdict"] for o in r["targets"].values()} == {"confirmed"}
         if r["code"] == "DEV001":
             assert r["targets"]["no-gpu"]["verdict"] == "confirmed"
             assert r["targets"].get("cuda", {"verdict": "not reproduced"})["verdict"] == "not reproduced"
+    # DEV008: a discarded cast or move leaves the tensor as it was, on the CPU too (dtype, or the meta device)
+    for r in rows_of(rows, "DEV008"):
+        if r["evidence"]["method"] in ("double", "half", "float", "to"):
+            assert r["targets"]["cpu"]["verdict"] == "confirmed", r
+            assert r["targets"]["cpu"]["detail"].startswith("x stayed on cpu as torch.float")
+            assert {o["verdict"] for o in r["fixed"].values()} == {"clean"}
     dev004 = next(r for r in rows if r["code"] == "DEV004")
     if not HAS_CUDA:
         assert dev004["targets"]["cpu"]["verdict"] == "inconclusive"

@@ -1,0 +1,464 @@
+"""DEV006: a CUDA-only torch call (torch.cuda.synchronize(), get_device_name(), Event(), ...) reachable on a
+machine without CUDA, in code that is otherwise meant to run there."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from devlint import devices
+from devlint.analysis import CommandLineOption, command_line_options, device_uses
+from devlint.context import Context, dotted_name, string_value
+from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
+from devlint.guards import guards, walk
+from devlint.lazy import LazyModule
+from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
+from devlint.rules.fixes import torch_name
+from devlint.screen import AstIndex
+from devlint.source import split_lines
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")
+
+
+@dataclass(frozen=True)
+class CudaCallEvidence(Evidence):
+    """The CUDA-only call, by its canonical qualified name (``torch.cuda.synchronize``)."""
+
+    call: str
+
+
+class _AllOf:
+    """A byte trigger that needs each of its patterns: the namespace (``cuda`` / ``accelerator``: in the
+    attribute chain or the import) and a called name."""
+
+    def __init__(self, *patterns: re.Pattern[bytes]) -> None:
+        self.patterns = patterns
+
+    def search(self, data: bytes) -> object:
+        return all(p.search(data) for p in self.patterns) or None
+
+
+def _names(part: int) -> bytes:
+    """Part ``part`` of every CUDA-only call's qualified name (1: the namespace, -1: the called name)."""
+    every = [*devices.CUDA_ONLY_API, *devices.CUDA_ONLY_CONTEXTS]
+    names: list[bytes] = sorted({q.split(".")[part].encode() for q in every}, key=len, reverse=True)
+    return b"|".join(names)
+
+
+class UnguardedCudaCall(Rule):
+    code = "DEV006"
+    name = "unguarded-cuda-call"
+    summary = "A CUDA-only call (torch.cuda.synchronize(), get_device_name(), Event(), ...) runs without a GPU check."
+    fix_availability = FixAvailability.SOMETIMES
+    evidence_type = CudaCallEvidence
+    triggers = _AllOf(re.compile(_names(1)), re.compile(rb"\b(?:" + _names(-1) + rb")\b"))
+
+    doc_what = '''
+Finds calls that need a GPU, reachable without one, in code that is meant to run without one. The calls,
+with what each raises on torch 2.13.0+cpu (every one of them was run on that build):
+- `AssertionError: Torch not compiled with CUDA enabled`: `torch.cuda.synchronize()`, `get_device_name()`,
+  `get_device_properties()`, `get_device_capability()`, `current_device()`, `mem_get_info()`,
+  `current_stream()`, `default_stream()`, `get_rng_state()`, `initial_seed()`, `ipc_collect()`,
+  `set_per_process_memory_fraction()`, `init()`, `cudart()`, `current_blas_handle()`,
+  `can_device_access_peer()`, `get_sync_debug_mode()`, `set_sync_debug_mode()`;
+- `AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'`: `torch.cuda.set_device(0)`;
+- `AttributeError: module 'torch._C' has no attribute '_cuda_resetPeakMemoryStats'`:
+  `torch.cuda.reset_peak_memory_stats()`, `reset_max_memory_allocated()`, `reset_max_memory_cached()`;
+- `AttributeError: module 'torch._C' has no attribute '_cuda_resetAccumulatedMemoryStats'`:
+  `torch.cuda.reset_accumulated_memory_stats()`;
+- `AttributeError: module 'torch._C' has no attribute '_cuda_memorySnapshot'`: `torch.cuda.memory_snapshot()`;
+- `KeyError: 'allocated_bytes.all.current'`: `torch.cuda.memory_summary()`;
+- `RuntimeError: Tried to instantiate dummy base class Event`: `torch.cuda.Event(enable_timing=True)` (and
+  `... class CUDAGraph` for `torch.cuda.CUDAGraph()`);
+- `RuntimeError: torch.cuda.Stream requires CUDA support`: `torch.cuda.Stream()`;
+- `RuntimeError: NVTX functions not installed. Are you sure you have a CUDA build?`:
+  `torch.cuda.nvtx.range_push()`, `range_pop()`, `mark()`, `with torch.cuda.nvtx.range(...):`;
+- `RuntimeError: PyTorch was compiled without CUDA support`: `with torch.cuda.device(0):`;
+- `RuntimeError: Cannot access accelerator device when none is available.`: the device-generic
+  `torch.accelerator.synchronize()`, `current_device_index()` (`current_device_idx()`), `set_device_index()`
+  (`set_device_idx()`), `current_stream()`, `empty_cache()`, `memory_allocated()`, `max_memory_allocated()`,
+  `memory_reserved()`, `max_memory_reserved()`, `memory_stats()`, `reset_peak_memory_stats()`,
+  `reset_accumulated_memory_stats()`, `get_memory_info()`, `get_device_capability()`, and
+  `with torch.accelerator.device_index(0):`.
+
+Imports are resolved: `import torch as T; T.cuda.synchronize()`, `from torch.cuda import synchronize`,
+`torch.cuda.memory.mem_get_info()`.
+
+Not reported, because they run without CUDA (checked on the same build): `torch.cuda.is_available()`,
+`device_count()`, `is_initialized()`, `empty_cache()`, `memory_allocated()`, `max_memory_allocated()`,
+`memory_reserved()`, `max_memory_reserved()`, `memory_stats()` (0 / empty), `manual_seed()`,
+`manual_seed_all()`, `seed()`, `seed_all()`, `get_rng_state_all()` (nothing to do), `get_arch_list()`,
+`is_bf16_supported()`, `torch.cuda.amp.GradScaler()`, `torch.amp.GradScaler("cuda")` and
+`torch.cuda.amp.autocast()` (they warn and disable themselves), `torch.backends.cudnn.*` and
+`torch.backends.cuda.matmul.*` settings, `torch.accelerator.is_available()`, `device_count()` and
+`current_accelerator()` (None); `torch.cuda.device(...)` built but not entered, `set_device(-1)` and
+`with torch.cuda.device(-1):` (no device: nothing happens).
+
+Not reported where the call only runs with a GPU (the guards DEV001 reads): inside
+`if torch.cuda.is_available():`, `if x.is_cuda:`, `if device.type == "cuda":`, `if device != "cpu":`, a
+conditional expression or `and` on such a test, the `else` of `if not torch.cuda.is_available():`, after an
+early exit (`if not torch.cuda.is_available(): sys.exit(...)`, `raise`, `assert torch.cuda.is_available()`),
+in a `try` whose handler catches the error, in a function or class named for the GPU (`cuda_timer`,
+`CudaGenerator`) or whose every call is guarded, in a GPU-only test (`@pytest.mark.skipif(not
+torch.cuda.is_available(), ...)`), after a NCCL process group starts. And, beyond those guards, where the
+code is GPU-only by design:
+- `torch.cuda.set_device(...)` and `torch.cuda.current_device()` in a file that uses `torch.distributed`:
+  they pick or name the GPU of a launched rank;
+- the methods of a class that refuses to work without a GPU (one of its methods raises or exits when
+  none is available, as a quantizer's `validate_environment` does);
+- the body of an `if` whose condition calls a helper of the file that asks for an accelerator
+  (`if self._accelerator_serves():` where the helper calls `torch.accelerator.current_accelerator()`).
+
+Where it reports: only in files that have a fallback somewhere, a path they take without CUDA — the file
+asks whether there is a GPU (`torch.cuda.is_available()`, `torch.accelerator.is_available()`, a
+`device_count()` compared with zero or tested as a truth value), compares a device with `"cpu"` or `"mps"`,
+chooses `"cpu"` / `"mps"` (a branch of a conditional expression, a device variable, a `device="cpu"` parameter
+default, a `--device` option's default, a `"device"` config entry), or has a GPU option that is off by
+default (`--cpu`, `--no-cuda`, `--cuda` with `action="store_true"`). A GPU count used as a number
+(`nprocs = n * torch.cuda.device_count()`, `torch.cuda.device_count() > 1` for `DataParallel`) is no
+fallback. A script with no fallback anywhere,
+that puts everything on CUDA with `.cuda()` / `"cuda"`, is GPU-only as written: DEV001 reports its
+hard-coded devices, and once they fall back to the CPU this rule reports the CUDA-only calls that still
+stand in the way.
+'''
+    doc_why = '''
+Device-agnostic code picks the CPU when there is no GPU, then crashes at the first CUDA-only call: a
+`torch.cuda.synchronize()` in a timing loop, a `print(torch.cuda.get_device_name(0))` in the banner,
+`torch.cuda.Event(enable_timing=True)` in a benchmark, `torch.cuda.reset_peak_memory_stats()` in a logging
+step. On a CPU build of torch these raise the errors listed above; on a CUDA build without a GPU (a
+CI runner with the default wheel, `CUDA_VISIBLE_DEVICES=""`) they raise `RuntimeError: Found no NVIDIA
+driver on your system` or `No CUDA GPUs are available`. The fallback the code was written with never runs
+to the end.
+'''
+    doc_use_instead = '''
+Call it only where a GPU is there. The autofix wraps a call that stands alone on its line
+(`torch.cuda.synchronize()`, `torch.cuda.reset_peak_memory_stats()`), or a `print(...)` / logging call of
+what it returns, in `if torch.cuda.is_available():` (`if torch.accelerator.is_available():` for the
+`torch.accelerator` API). For events and streams, create them under the same check and time CPU runs
+with `time.perf_counter()`.
+'''
+    doc_fix_safety = '''
+Unsafe: without a GPU the wrapped statement no longer runs (no synchronisation, no GPU name printed),
+which is the point, but it changes what the program does. The fix is offered only for an expression
+statement alone on its line whose value nobody uses: the call itself, or a `print` / `logger.info`-style
+call of what it returns; an assignment (`name = torch.cuda.get_device_name(0)`), a call inside a larger
+expression, a statement over several lines, a statement after `;` or on the line of its `if` / `with`, and
+`with torch.cuda.device(...)` are reported without a fix. The statement keeps its indentation and its
+comments (the comments above it stay above the `if`, a comment at its end stays on its line); the new `if`
+indents one level with the file's own indentation. It names torch only as the file binds it there
+(`torch`, `T` for `import torch as T`); a file that imports only a part of torch (`from torch.cuda import
+synchronize`) gets `import torch`; where torch cannot be named (imported only under `if TYPE_CHECKING:`,
+shadowed by a local) there is no fix.
+'''
+    doc_known_problems = '''
+A file that never asks for a device and never names the CPU is taken as GPU-only, also when it is a helper
+module of a device-agnostic project (`utils.py` with `def sync(): torch.cuda.synchronize()`): not reported.
+A `try` around the call counts as a guard when its handler catches `RuntimeError`, `AssertionError`,
+`AttributeError`, `Exception` or a tuple, though `except RuntimeError:` does not catch the `AssertionError` of
+a CPU build. A helper that asks for an accelerator counts as a guard whichever way it
+answers (`def no_gpu(): return not torch.cuda.is_available()`). Calls through a variable
+(`sync = torch.cuda.synchronize; sync()`) and `torch.mps` / `torch.xpu` calls (a CUDA check guards none of
+them) are not followed. A project that is GPU-only by its README alone: `ignore = ["DEV006"]` in
+`[tool.devlint]`, or `# noqa: DEV006` for a line.
+'''
+    doc_options = '''
+None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV006` apply as for every rule.
+'''
+    doc_references = '''
+- [torch.cuda](https://pytorch.org/docs/stable/cuda.html)
+- [torch.accelerator](https://pytorch.org/docs/stable/accelerator.html)
+- [Device-agnostic code (CUDA semantics)](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
+- [torch.cuda.Event](https://pytorch.org/docs/stable/generated/torch.cuda.Event.html)
+'''
+    doc_notebooks = '''
+Notebooks (`.ipynb`) are linted as one module in cell order: a device chosen with a fallback in an early
+cell makes the notebook device-agnostic, and a `print(torch.cuda.get_device_name(0))` in a later cell is
+reported; an `if not torch.cuda.is_available(): raise ...` cell guards the cells after it. Colab's
+`"accelerator": "GPU"` metadata is no guard. The fix wraps the statement inside its own cell (only that
+cell's source is rewritten).
+'''
+
+    VALID = (
+        Valid('import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n'
+              '    print(torch.cuda.get_device_name(0))\n'),
+        Valid('import sys\nimport torch\nif not torch.cuda.is_available():\n    sys.exit("needs a GPU")\n'
+              'start = torch.cuda.Event(enable_timing=True)\n'),
+        Valid('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\ntorch.cuda.empty_cache()\n'
+              'print(torch.cuda.memory_allocated(), torch.cuda.device_count())\ntorch.cuda.manual_seed_all(0)\n'),
+        Valid('import time\nimport torch\ndef timed(fn, x):\n    if x.is_cuda:\n        torch.cuda.synchronize()\n'
+              '    return time.perf_counter()\n'),
+        Valid('import torch\nmodel = torch.nn.Linear(2, 2).cuda()\ntorch.cuda.synchronize()\n'),  # GPU-only: DEV001's
+        Valid('import os\nimport torch\nimport torch.distributed as dist\nuse_gpu = torch.cuda.is_available()\n'
+              'dist.init_process_group("gloo")\ntorch.cuda.set_device(int(os.environ["LOCAL_RANK"]))\n'),
+        Valid('import torch\nuse_cuda = torch.cuda.is_available()\n'
+              'start = torch.cuda.Event(enable_timing=True) if use_cuda else None\n'),
+        Valid('import torch\nn = torch.cuda.device_count()\n'  # a number of GPUs: no fallback
+              'model = torch.nn.DataParallel(torch.nn.Linear(2, 2), device_ids=list(range(n)))\n'
+              'torch.cuda.synchronize()\n'),
+    )
+    INVALID = (
+        Invalid(
+            'import time\n\nimport torch\n\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+            'model = torch.nn.Linear(512, 512).to(device)\nx = torch.randn(64, 512, device=device)\n\n'
+            't0 = time.perf_counter()\ny = model(x)\ntorch.cuda.synchronize()  # wait for the kernels\n'
+            'print(f"forward: {time.perf_counter() - t0:.4f} s")\n',
+            fixed='import time\n\nimport torch\n\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+                  'model = torch.nn.Linear(512, 512).to(device)\nx = torch.randn(64, 512, device=device)\n\n'
+                  't0 = time.perf_counter()\ny = model(x)\nif torch.cuda.is_available():\n'
+                  '    torch.cuda.synchronize()  # wait for the kernels\n'
+                  'print(f"forward: {time.perf_counter() - t0:.4f} s")\n',
+            doc=True,
+        ),
+        Invalid('import torch as T\nfrom torch.cuda import get_device_name\n'
+                'device = "cuda" if T.cuda.is_available() else "cpu"\nprint("GPU:", get_device_name(0))\n',
+                fixed='import torch as T\nfrom torch.cuda import get_device_name\n'
+                      'device = "cuda" if T.cuda.is_available() else "cpu"\nif T.cuda.is_available():\n'
+                      '    print("GPU:", get_device_name(0))\n'),
+        Invalid('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+                'start = torch.cuda.Event(enable_timing=True)\n'),
+        Invalid('import torch\ndef run(model, x, device="cpu"):\n    out = model(x.to(device))\n'
+                '    torch.accelerator.synchronize()\n    return out\n',
+                fixed='import torch\ndef run(model, x, device="cpu"):\n    out = model(x.to(device))\n'
+                      '    if torch.accelerator.is_available():\n        torch.accelerator.synchronize()\n'
+                      '    return out\n'),
+        Invalid('from torch.cuda import is_available, synchronize\n'
+                'device = "cuda" if is_available() else "cpu"\nsynchronize()\n',
+                fixed='import torch\nfrom torch.cuda import is_available, synchronize\n'
+                      'device = "cuda" if is_available() else "cpu"\nif torch.cuda.is_available():\n'
+                      '    synchronize()\n'),
+        Invalid('import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--cuda", '
+                'action="store_true")\nargs = p.parse_args()\nwith torch.cuda.device(0):\n    pass\n'),
+    )
+
+    def screen(self, index: AstIndex) -> bool:
+        if not index.imports_torch:
+            return False
+        return any(devices.cuda_only_call(q) is not None for call in index.calls for q in index.qualnames(call.func))
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.imports_torch:
+            return
+        guard = guards(ctx)
+        agnostic: bool | None = None
+        for call in ctx.nodes(cst.Call):
+            name = devices.cuda_only_call(ctx.qualname(call.func))
+            if name is None or _harmless(ctx, call, name) or guard.is_guarded(call) or _by_design(ctx, call, name):
+                continue
+            if agnostic is None:
+                agnostic = _device_agnostic(ctx)
+            if not agnostic:
+                return
+            yield self._finding(ctx, call, name)
+
+    def _finding(self, ctx: Context, call: cst.Call, name: str) -> Finding:
+        written = ctx.code(call.func)
+        check = devices.availability_check(name)
+        gpu = "an accelerator" if name.startswith("torch.accelerator.") else "a GPU"
+        if name in devices.CUDA_ONLY_CONTEXTS:
+            what, how = f"`with {written}(...)`", f"enter it only under `if {check}():`"
+            error = devices.CUDA_ONLY_CONTEXTS[name]
+        else:
+            what, how = f"{written}()", f"call it only under `if {check}():`"
+            error = devices.CUDA_ONLY_API[name]
+        if name in _MAKERS:
+            how = f"create it only under `if {check}():`" + (
+                " and time the CPU with time.perf_counter()" if name == "torch.cuda.Event" else "")
+        return self.finding(ctx, call, f"{what} crashes without {gpu} ({error}); {how}", _fix(ctx, call, name),
+                            evidence=CudaCallEvidence(call=name))
+
+
+_MAKERS = frozenset({"torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.CUDAGraph"})
+# Calls that take a device first, and what means "no device" to them (nothing happens).
+_DEVICE_SETTERS = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.device_index"})
+
+
+def _harmless(ctx: Context, call: cst.Call, name: str) -> bool:
+    """A call that does not raise without CUDA after all: a context manager that no ``with`` enters,
+    ``set_device(-1)`` / ``device(-1)`` (no device: nothing happens); or not for want of CUDA:
+    ``set_device(None)`` raises ValueError on every machine."""
+    if name in devices.CUDA_ONLY_CONTEXTS:
+        item = ctx.parent(call)
+        if not (isinstance(item, cst.WithItem) and item.item is call):
+            return True
+    if name in _DEVICE_SETTERS and call.args:
+        value = call.args[0].value
+        negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+        return negative or (isinstance(value, cst.Name) and value.value == "None")
+    return False
+
+
+# The calls that pick or name the process's GPU: in distributed code, the launched rank's GPU.
+_RANK_DEVICE_CALLS = frozenset({"torch.cuda.set_device", "torch.cuda.current_device"})
+# Calls that say whether an accelerator is there (a helper calling one is a device test).
+_QUERIES = devices.AVAILABILITY_CALLS | {"torch.accelerator.current_accelerator"}
+
+
+def _by_design(ctx: Context, call: cst.Call, name: str) -> bool:
+    """GPU-only by design beyond what the guards say: the GPU of a distributed rank, a method of a class that
+    is GPU-only (by its name, or one of its methods raises without a GPU), the body of an ``if`` whose
+    condition calls a helper of this file that asks for an accelerator."""
+    if name in _RANK_DEVICE_CALLS and ctx.shared("dev006_distributed", _distributed):
+        return True
+    guard = guards(ctx)
+    child: cst.CSTNode = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.ClassDef) and (guard.is_guarded(anc.name) or any(
+                guard.requires_cuda(f) for f in _methods(anc))):
+            return True
+        if isinstance(anc, cst.If) and child is anc.body and _helper_test(ctx, anc.test):
+            return True
+        child = anc
+    return False
+
+
+def _distributed(ctx: Context) -> bool:
+    """Does the file use ``torch.distributed`` (imports it, or calls ``torch.distributed.*``)?"""
+    return any(m.startswith("torch.distributed") for m in ctx.imported_modules) or any(
+        (ctx.qualname(c.func) or "").startswith("torch.distributed.") for c in ctx.nodes(cst.Call))
+
+
+def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    return [f for f in body if isinstance(f, cst.FunctionDef)]
+
+
+def _query_helpers(ctx: Context) -> frozenset[str]:
+    """The names of the file's functions and methods that ask whether an accelerator is there."""
+    found = set()
+    for call in ctx.nodes(cst.Call):
+        func = ctx.enclosing_function(call) if ctx.qualname(call.func) in _QUERIES else None
+        if func is not None:
+            found.add(func.name.value)
+    return frozenset(found)
+
+
+def _helper_test(ctx: Context, test: cst.BaseExpression) -> bool:
+    """Does the condition call a helper of this file that asks for an accelerator
+    (``if self._accelerator_serves("2.9"):``)?"""
+    helpers = ctx.shared("dev006_query_helpers", _query_helpers)
+    if not helpers:
+        return False
+    return any(isinstance(c, cst.Call) and ctx.qualname(c.func) is None
+               and (dotted_name(c.func) or "").split(".")[-1] in helpers for c in walk(test))
+
+
+def _device_agnostic(ctx: Context) -> bool:
+    """Does this file have a fallback somewhere (a path it takes without CUDA)? It asks whether an accelerator
+    is there (a GPU count only when compared with zero: a count of GPUs to spread work over is no fallback),
+    compares a device with "cpu" / "mps" or chooses one, or has a GPU option that is off by default."""
+    if any(_asks_availability(ctx, c) for c in ctx.nodes(cst.Call)):
+        return True
+    uses = device_uses(ctx)
+    for literal in ctx.nodes(cst.SimpleString):
+        value = string_value(literal)
+        if value is None or not devices.is_valid(value) or devices.parse_device(value).type not in _OTHER_DEVICES:
+            continue
+        if _compared(ctx, literal) or isinstance(ctx.parent(literal), cst.IfExp):
+            return True  # device == "cpu", "cuda" if ok else "cpu"
+        use = uses.use_of(literal)
+        if use is not None and use.kind.loose:
+            return True
+    return any(_gpu_opt_in(name, option) for name, option in command_line_options(ctx).items())
+
+
+def _asks_availability(ctx: Context, call: cst.Call) -> bool:
+    """``torch.cuda.is_available()`` and the like anywhere; ``torch.cuda.device_count()`` as a test or
+    compared with 0 (``> 0``, ``== 0``, ``>= 1``), not as a number of GPUs (``n * device_count()``,
+    ``device_count() > 1``)."""
+    name = ctx.qualname(call.func)
+    if name not in _QUERIES:
+        return False
+    if not name.endswith("_count"):
+        return True
+    parent = ctx.parent(call)
+    if isinstance(parent, (cst.If, cst.IfExp, cst.While, cst.Assert, cst.BooleanOperation, cst.UnaryOperation)):
+        return True
+    if isinstance(parent, cst.Comparison) and len(parent.comparisons) == 1:
+        target = parent.comparisons[0]
+        other = target.comparator if parent.left is call else parent.left
+        number = int(other.value) if isinstance(other, cst.Integer) else None
+        op = target.operator
+        if parent.left is not call:  # 0 < n: read it as n > 0
+            op = {cst.LessThan: cst.GreaterThan(), cst.GreaterThan: cst.LessThan(), cst.LessThanEqual:
+                  cst.GreaterThanEqual(), cst.GreaterThanEqual: cst.LessThanEqual()}.get(type(op), op)
+        return number is not None and _zero_test(op, number)
+    return False
+
+
+def _zero_test(op: cst.BaseCompOp, number: int) -> bool:
+    """Does ``count <op> number`` tell none from some?"""
+    if isinstance(op, (cst.Equal, cst.NotEqual, cst.GreaterThan, cst.LessThanEqual)):
+        return number == 0
+    return isinstance(op, (cst.GreaterThanEqual, cst.LessThan)) and number == 1
+
+
+_OTHER_DEVICES = ("cpu", "mps")
+
+
+def _compared(ctx: Context, literal: cst.SimpleString) -> bool:
+    """``device == "cpu"``, ``device.type in ("cpu", "mps")``."""
+    parent = ctx.parent(literal)
+    if isinstance(parent, cst.Element):
+        parent = ctx.parent(ctx.parent(parent))
+    return isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
+
+
+def _gpu_opt_in(name: str, option: CommandLineOption) -> bool:
+    """A command-line option that makes the GPU optional: ``--cpu``, ``--no-cuda``, or ``--cuda`` / ``--gpu``
+    that is off by default (``action="store_true"``, ``default=False`` or ``None``)."""
+    words = name.lower().split("_")
+    if "cpu" in words or ("no" in words and devices.is_guard_text(name)):
+        return True
+    if not devices.is_guard_text(name):
+        return False
+    default = option.keywords.get("default")
+    if default is not None:
+        return isinstance(default, cst.Name) and default.value in ("False", "None")
+    return option.text("action") == "store_true"
+
+
+# Calls whose statement only reports what it is given (wrapping it skips a message, nothing else).
+_LOGGING = frozenset({"print", "info", "debug", "warning", "warn", "log"})
+
+
+def _fix(ctx: Context, call: cst.Call, name: str) -> Fix | None:
+    """Wrap the statement the call stands in (alone on its line: ``torch.cuda.synchronize()``, or a print or a
+    log call of what it returns) in ``if torch.cuda.is_available():``."""
+    stmt = _statement(ctx, call)
+    found = torch_name(ctx, call) if stmt is not None else None
+    if stmt is None or found is None:
+        return None
+    torch, extra = found
+    start, end = node_start(ctx, stmt.body[0]), node_end(ctx, stmt.body[0])
+    lines = split_lines(ctx.text if ctx.text is not None else ctx.module.code)
+    if start.row != end.row or start.row > len(lines):
+        return None  # a statement over several lines is not re-indented
+    indent = lines[start.row - 1][:start.column - 1]
+    if indent.strip():
+        return None
+    unit = "\t" if "\t" in indent or "\t" in ctx.module.default_indent else ctx.module.default_indent
+    check = devices.availability_check(name).replace("torch", torch, 1)
+    at = Position(start.row, start.column)
+    edit = Edit(at, at, f"if {check}():{ctx.module.default_newline}{indent}{unit}", old="", before=indent)
+    return Fix((*extra, edit), Applicability.UNSAFE, f"Run it only under `if {check}():`")
+
+
+def _statement(ctx: Context, call: cst.Call) -> cst.SimpleStatementLine | None:
+    """The line of an expression statement whose value is unused — the call itself, or a print/log call of
+    what it returns — alone on its line in a block a line can be added to."""
+    expr = next((a for a in ctx.ancestors(call) if isinstance(a, cst.BaseSmallStatement)), None)
+    if not isinstance(expr, cst.Expr):
+        return None
+    value = expr.value
+    if value is not call and not (isinstance(value, cst.Call)
+                                  and (dotted_name(value.func) or "").split(".")[-1] in _LOGGING):
+        return None
+    stmt = ctx.parent(expr)
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return None
+    return stmt if isinstance(ctx.parent(stmt), (cst.IndentedBlock, cst.Module)) else None
