@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from devlint.context import Context, dotted_name
 from devlint.devices import (
     CANONICAL_DEVICE_VARS,
+    CURRENT_ACCELERATOR,
     DEVICE_ATTRIBUTE,
     DEVICE_CONSTRUCTOR,
     InvalidDeviceString,
@@ -291,11 +292,16 @@ def _type_checking_only(ctx: Context, node: cst.CSTNode) -> bool:
     )
 
 
+def _module_names(ctx: Context, table: Bindings, module: str) -> list[str]:
+    """The names bound anywhere in the module to ``module`` itself, the module's own name first."""
+    return sorted({b.name for s in table.scopes.values() for bs in s.bindings.values() for b in bs
+                   if _imports_module(ctx, b, module)}, key=lambda n: (n != module, n))
+
+
 def module_name_at(ctx: Context, node: cst.CSTNode, module: str = "torch") -> str | None:
     """A name that certainly refers to ``module`` at ``node``, or None."""
     table = bindings(ctx)
-    candidates = sorted({b.name for s in table.scopes.values() for bs in s.bindings.values() for b in bs
-                         if _imports_module(ctx, b, module)}, key=lambda n: (n != module, n))
+    candidates = ctx.shared(f"bindings.module_names.{module}", lambda c: _module_names(c, table, module))
     for name in candidates:
         scope = table.resolve(node, name)
         if scope is None:
@@ -366,6 +372,8 @@ def is_device_expr(ctx: Context, expr: cst.BaseExpression | None, self_name: str
         left = expr.left
         ok_left = (isinstance(left, cst.Name) and left.value == self_name) or is_device_expr(ctx, left, self_name)
         return ok_left and is_device_expr(ctx, expr.right, self_name)
+    if _is_accelerator_device(ctx, expr):
+        return True
     if isinstance(expr, cst.Attribute):
         return expr.attr.value == DEVICE_ATTRIBUTE and ctx.qualname(expr) is None  # x.device, not torch.device
     if isinstance(expr, cst.Call):
@@ -375,6 +383,31 @@ def is_device_expr(ctx: Context, expr: cst.BaseExpression | None, self_name: str
         if isinstance(expr.func, cst.Name) and qn is None:
             return _returns_device(ctx, expr.func.value)
     return False
+
+
+def _is_accelerator_device(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """What a ``device-fallback = "accelerator"`` fix writes: ``torch.accelerator.current_accelerator().type``,
+    or with an index ``f"{torch.accelerator.current_accelerator().type}:1"``."""
+    if isinstance(expr, cst.FormattedString):
+        return _is_accelerator_index(ctx, expr)
+    return _is_accelerator_type(ctx, expr)
+
+
+def _is_accelerator_type(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """``torch.accelerator.current_accelerator().type``: a device type string where there is an accelerator
+    (without one it raises; it never gives a non-device)."""
+    return (isinstance(expr, cst.Attribute) and expr.attr.value == "type" and isinstance(expr.value, cst.Call)
+            and ctx.qualname(expr.value.func) == CURRENT_ACCELERATOR)
+
+
+def _is_accelerator_index(ctx: Context, expr: cst.FormattedString) -> bool:
+    """``f"{torch.accelerator.current_accelerator().type}:1"`` (what a device-fallback fix writes for ``cuda:1``)."""
+    parts = expr.parts
+    return (len(parts) == 2 and isinstance(parts[0], cst.FormattedStringExpression)
+            and parts[0].conversion is None and parts[0].format_spec is None
+            and _is_accelerator_type(ctx, parts[0].expression) and isinstance(parts[1], cst.FormattedStringText)
+            and parts[1].value[:1] == ":" and parts[1].value[1:].isdigit() and parts[1].value[1:].isascii()
+            and (parts[1].value == ":0" or not parts[1].value.startswith(":0")))
 
 
 def _is_device_string(expr: cst.SimpleString | cst.ConcatenatedString) -> bool:

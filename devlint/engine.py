@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 import sys
 import threading
 import traceback
@@ -10,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from devlint import compat
-from devlint.context import Context
+from devlint.context import DEFAULT_SETTINGS, Context, Settings
 from devlint.diagnostics import INTERNAL_ERROR, SYNTAX_ERROR, Applicability, Edit, Finding, Fix, Position
 from devlint.lazy import LazyModule
 from devlint.noqa import is_suppressed, noqa_lines
@@ -51,7 +53,8 @@ def _crash(path: str, rule: Rule, exc: BaseException) -> str:
     return f"{path}: rule {rule.code} crashed: {type(exc).__name__}: {exc}{at}"
 
 
-def _lint(text: str, path: str, rules: list[Rule], project: Project | None) -> tuple[LintResult, bool]:
+def _lint(text: str, path: str, rules: list[Rule], project: Project | None,
+          settings: Settings) -> tuple[LintResult, bool]:
     """One lint; the flag says a RecursionError cut something short (worth a deeper stack)."""
     result = LintResult()
     deep = False
@@ -62,7 +65,7 @@ def _lint(text: str, path: str, rules: list[Rule], project: Project | None) -> t
     except Exception as exc:  # noqa: BLE001 - ParserSyntaxError, and anything else the parser may raise on odd input
         result.findings.append(syntax_finding(path, exc))
         return result, False
-    ctx = Context(module, path, text)
+    ctx = Context(module, path, text, settings)
     if project is not None:
         project.adopt(ctx)
     for rule in rules:
@@ -123,13 +126,14 @@ DEEP_RECURSION = 200_000
 
 
 def lint_text(text: str, path: str, rules: Iterable[Rule], noqa: bool = True,
-              project: Project | None = None) -> LintResult:
-    """Lint one module. ``project``: the run's files, for the analyses that look across them."""
+              project: Project | None = None, settings: Settings = DEFAULT_SETTINGS) -> LintResult:
+    """Lint one module. ``project``: the run's files, for the analyses that look across them; ``settings``:
+    what the configuration tells the rules."""
     rules = list(rules)
-    result, deep = _lint(text, path, rules, project)
+    result, deep = _lint(text, path, rules, project, settings)
     if deep:  # retry with room to recurse; if even that is not enough, say so
         try:
-            result, deep = _in_deep_stack(lambda: _lint(text, path, rules, project))
+            result, deep = _in_deep_stack(lambda: _lint(text, path, rules, project, settings))
         except RecursionError:
             result, deep = LintResult(), True
         if deep and not result.crashes:
@@ -172,22 +176,31 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
             or (b[0] == b[1] and a[0] < b[0] < a[1]))
 
 
+def _overlaps_taken(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    """Does ``span`` overlap one of ``taken`` (sorted, pairwise non-overlapping)? Only the spans that start
+    between the one before ``span``'s start and ``span``'s end can: a binary search, not a scan."""
+    lo = bisect.bisect_left(taken, (span[0], span[0]))
+    hi = bisect.bisect_right(taken, (span[1], span[1]))
+    return any(_overlaps(span, taken[k]) for k in range(max(0, lo - 1), min(len(taken), hi + 1)))
+
+
 def _choose(text: str, fixes: list[Fix]) -> list[tuple[int, list[tuple[int, int, str]]]]:
     """Greedy, in source order: each fix whose edits overlap no earlier chosen fix's edits.
     Returns (index into ``fixes``, [(start offset, end offset, content)]) per chosen fix."""
     offsets = _Offsets(text)
-    taken: list[tuple[int, int]] = []
+    taken: list[tuple[int, int]] = []  # the chosen spans, sorted: they never overlap, so their ends are sorted too
     chosen = []
     order = sorted(range(len(fixes)), key=lambda i: min(e.start for e in fixes[i].edits))
     for i in order:
         spans = [(offsets(e.start), offsets(e.end)) for e in fixes[i].edits]
         if not all(_anchored(text, s, e) for s, e in zip(spans, fixes[i].edits, strict=True)):
             continue  # the edit would not land on the code it was built for
-        if any(_overlaps(s, t) for s in spans for t in taken) or any(
+        if any(_overlaps_taken(s, taken) for s in spans) or any(
             _overlaps(s, t) for j, s in enumerate(spans) for t in spans[j + 1:]
         ):
             continue
-        taken.extend(spans)
+        for span in spans:
+            bisect.insort(taken, span)
         chosen.append((i, [(s, e, edit.content) for (s, e), edit in zip(spans, fixes[i].edits, strict=True)]))
     return chosen
 
@@ -230,12 +243,12 @@ def wanted(fix: Fix | None, unsafe: bool) -> bool:
 
 
 def fix_text(text: str, path: str, rules: list[Rule], unsafe: bool, max_passes: int = 10,
-             project: Project | None = None) -> FixResult:
+             project: Project | None = None, settings: Settings = DEFAULT_SETTINGS) -> FixResult:
     """Lint and apply fixes until nothing more applies; never returns text that does not parse (with
     LibCST and on Python 3.10). A finding whose fix could not be applied is returned without its fix, so
     nothing announces it as fixable."""
     fixed: list[Finding] = []
-    result = lint_text(text, path, rules, project=project)
+    result = lint_text(text, path, rules, project=project, settings=settings)
     original_error: list[str | None] = []  # computed once, when a fix is first checked
 
     def parses(candidate: str) -> bool:
@@ -259,7 +272,7 @@ def fix_text(text: str, path: str, rules: list[Rule], unsafe: bool, max_passes: 
             break
         fixed.extend(candidates[i][0] for i in applied)
         text = new_text
-        result = lint_text(text, path, rules, project=project)
+        result = lint_text(text, path, rules, project=project, settings=settings)
     for finding in result.findings:
         if wanted(finding.fix, unsafe):
             finding.fix = None  # offered, but it would not apply (or not parse): not a fix to announce

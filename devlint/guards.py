@@ -315,8 +315,7 @@ class Guards:
         return isinstance(node, cst.FunctionDef) and self._runs_collective(node) and self._nccl()
 
     def _runs_collective(self, func: cst.FunctionDef) -> bool:
-        return any((self.ctx.qualname(call.func) or dotted_name(call.func)) in devices.DISTRIBUTED_COLLECTIVES
-                   and self.ctx.enclosing_function(call) is func for call in self.ctx.nodes(cst.Call))
+        return func in self.ctx.shared("guards.collective_functions", _collective_functions)
 
     def _is_exit(self, stmt: cst.If, terminating: bool = False) -> bool:
         body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
@@ -570,3 +569,14 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         cur = stack.pop()
         yield cur
         stack.extend(children(cur))
+
+
+def _collective_functions(ctx: Context) -> frozenset[cst.FunctionDef]:
+    """The functions of the module that run a ``torch.distributed`` collective themselves (one scan)."""
+    found: set[cst.FunctionDef] = set()
+    for call in ctx.nodes(cst.Call):
+        if (ctx.qualname(call.func) or dotted_name(call.func)) in devices.DISTRIBUTED_COLLECTIVES:
+            func = ctx.enclosing_function(call)
+            if func is not None:
+                found.add(func)
+    return frozenset(found)

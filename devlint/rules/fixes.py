@@ -53,6 +53,10 @@ def _imports_torch_part(ctx: Context, small: cst.BaseSmallStatement) -> bool:
 
 def uses_mps(ctx: Context) -> bool:
     """Does this file already consider Apple's mps device?"""
+    return ctx.shared("fixes.uses_mps", _uses_mps)
+
+
+def _uses_mps(ctx: Context) -> bool:
     for node in ctx.nodes(cst.SimpleString):
         if node.value.strip("'\"").startswith("mps"):
             return True
@@ -60,9 +64,20 @@ def uses_mps(ctx: Context) -> bool:
 
 
 def fallback_expr(ctx: Context, site: cst.CSTNode, device: str, quote: str | None) -> tuple[str, list[Edit]] | None:
-    """``"cuda" if torch.cuda.is_available() else "cpu"`` (with the mps branch where the file uses mps),
-    in the given quote, naming torch as it is bound at ``site``; None when torch cannot be named there or
-    no quote parses there."""
+    """The device choice that replaces the CUDA device ``device`` (``cuda``, ``cuda:1``), as the
+    ``device-fallback`` setting says (``ctx.settings``):
+
+    - ``cuda-cpu``: ``"cuda" if torch.cuda.is_available() else "cpu"``;
+    - ``cuda-mps-cpu``: ``"cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available()
+      else "cpu"``;
+    - ``accelerator``: ``torch.accelerator.current_accelerator().type if torch.accelerator.is_available()
+      else "cpu"`` (torch >= 2.6; ``f"{...type}:1"`` keeps an index);
+    - unset: ``cuda-cpu``, or ``cuda-mps-cpu`` where the file already uses mps.
+
+    Every form is a device string (never a ``torch.device``, never None), so it is valid wherever the
+    literal it replaces was: in a device argument and where the program reads it as a string. Written in
+    the given quote, naming torch as it is bound at ``site``; None when torch cannot be named there or no
+    quote parses there."""
     if quote is None:
         return None
     found = torch_name(ctx, site)
@@ -70,8 +85,14 @@ def fallback_expr(ctx: Context, site: cst.CSTNode, device: str, quote: str | Non
         return None
     torch, edits = found
     q = quote
+    mode = ctx.settings.device_fallback or ("cuda-mps-cpu" if uses_mps(ctx) else "cuda-cpu")
+    if mode == "accelerator":
+        kind = f"{torch}.accelerator.current_accelerator().type"
+        _, _, index = device.partition(":")
+        return (f"f{q}{{{kind}}}:{index}{q}" if index else kind) + \
+            f" if {torch}.accelerator.is_available() else {q}cpu{q}", edits
     expr = f"{q}{device}{q} if {torch}.cuda.is_available() else "
-    if uses_mps(ctx):
+    if mode == "cuda-mps-cpu":
         expr += f"{q}mps{q} if {torch}.backends.mps.is_available() else "
     return expr + f"{q}cpu{q}", edits
 
