@@ -34,6 +34,7 @@ def main() -> None:
     devlint rule DEV001           print a rule's reference page
     devlint rules                 list the rules
     devlint verify [PATH]...      prove findings by running them (needs torch)
+    devlint server                the language server for editors (LSP on stdio; needs devlint[lsp])
     """
 
 
@@ -237,6 +238,19 @@ def rules_cmd() -> None:
     """List the rules: code, name, fix availability, summary."""
     for code, cls in all_rules().items():
         click.echo(f"{code}  {cls.name:<24} fix: {cls.fix_availability.value:<9} {cls.summary}")
+
+
+@main.command("server")
+def server_cmd() -> None:
+    """Run the language server (LSP over stdin/stdout) for editors: diagnostics, fixes, noqa, fix all."""
+    try:
+        from devlint.server import serve
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("pygls", "lsprotocol", "cattrs"):
+            raise
+        click.echo("devlint: error: devlint server needs pygls: pip install 'devlint[lsp]'", err=True)
+        sys.exit(2)
+    serve()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,544 @@
+"""``devlint server``: a Language Server (LSP over stdio, built on pygls) for editors.
+
+- **Diagnostics** on open, change and save of a Python file, and of a notebook through LSP 3.17's notebook
+  document sync (its code cells linted as one module, as ``devlint x.ipynb`` does; each cell gets its own).
+- **Code actions** per finding: its fix (a quickfix; an unsafe fix says so), and "Disable CODE for this line"
+  (a ``# noqa: CODE`` comment, merged into one already there); ``source.fixAll.devlint`` applies every safe
+  fix to the document.
+- **Configuration**: the ``[tool.devlint]`` of the pyproject.toml nearest to each document (as
+  ``devlint PATH`` finds it): ``select``, ``extend-select``, ``ignore``, ``per-file-ignores``. Read again on
+  each lint, so an edited configuration applies at the next change.
+
+Linting runs in this process with the engine (no cache, no worker pool); torch is never imported. pygls is an
+optional dependency (``pip install "devlint[lsp]"``): only this module imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from devlint import __version__, notebook
+from devlint.config import Config, ConfigError, expand_codes, resolve
+from devlint.diagnostics import SYNTAX_ERROR, Applicability, Edit, Finding, Fix, Position
+from devlint.engine import fix_text, lint_text, syntax_finding
+from devlint.noqa import ALL, noqa_lines
+from devlint.project import Project
+from devlint.rules import all_rules
+from devlint.rules.base import Rule
+from devlint.runner import Options, applicable, rules_for
+from devlint.source import LIBCST_MAX_BYTES, split_lines
+
+SOURCE = "devlint"
+FIX_ALL = "source.fixAll.devlint"
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def rule_url(code: str) -> str | None:
+    """The page of a rule: the URL the JSON and SARIF outputs carry where report.py has one, else the page in
+    the source tree devlint runs from (``rules/CODE.md``, a file URI); None for the E-codes and when neither is
+    there (an installed wheel carries no pages: ``devlint rule CODE`` prints them)."""
+    if code not in all_rules():
+        return None
+    from devlint import report
+
+    url = getattr(report, "rule_url", None)
+    value = url(code) if callable(url) else None
+    if isinstance(value, str):
+        return value
+    page = Path(__file__).resolve().parent.parent / "rules" / f"{code}.md"
+    return page.as_uri() if page.is_file() else None
+
+
+# --- configuration -------------------------------------------------------------------------------------
+@dataclass
+class Settings:
+    config: Config
+    codes: set[str]
+    error: str | None = None  # a configuration that could not be read (then the defaults apply)
+
+
+def settings_for(path: str) -> Settings:
+    """The enabled codes for ``path`` from the nearest ``[tool.devlint]`` (the defaults when it is invalid)."""
+    try:
+        config = resolve(None, [path])
+        codes = expand_codes(config.select, "select") if config.select is not None else set(all_rules())
+        codes -= expand_codes(config.ignore, "ignore")
+        codes |= expand_codes(config.extend_select, "extend-select")
+        return Settings(config, codes)
+    except ConfigError as exc:
+        return Settings(Config(root=Path(os.path.dirname(path) or ".").resolve()), set(all_rules()), str(exc))
+
+
+def _rules(path: str, settings: Settings) -> list[Rule]:
+    try:
+        return rules_for(path, settings.config, Options(select=settings.codes))
+    except ConfigError:
+        return rules_for(path, Config(root=settings.config.root), Options(select=settings.codes))
+
+
+# --- linting a document --------------------------------------------------------------------------------
+@dataclass
+class Linted:
+    """A Python document's findings, on the text they were computed for."""
+
+    text: str
+    path: str
+    findings: list[Finding]
+    rules: list[Rule]
+
+
+def lint_python(text: str, path: str, settings: Settings) -> Linted:
+    rules = _rules(path, settings)
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) > LIBCST_MAX_BYTES:
+        return Linted(text, path, [], [])
+    project = Project([path])
+    rules = applicable(data, rules, project, path)
+    findings = lint_text(text, path, rules, project=project).findings if rules else []
+    return Linted(text, path, findings, rules)
+
+
+@dataclass
+class LintedNotebook:
+    """A notebook's findings: ``broken`` (the cells that do not parse), ``raw`` (on the module's rows) and
+    ``placed`` (the same in their cells, rows in the cell)."""
+
+    module: notebook.Module
+    path: str
+    broken: list[Finding]
+    raw: list[Finding]
+    placed: list[Finding]
+    rules: list[Rule]
+
+
+def lint_notebook(nb: notebook.Notebook, path: str, settings: Settings) -> LintedNotebook:
+    """The notebook's code cells as one module (cells that do not parse left out and reported), linted."""
+    module, errors = notebook.parsed(nb)
+    broken = [dataclasses.replace(syntax_finding(path, error), cell=number) for number, error in errors.items()]
+    excluded = dict.fromkeys(errors, "does not parse")
+    rules = _rules(path, settings)
+    code = module.text.encode("utf-8", "surrogatepass")
+    rules = applicable(code, rules, None, path) if len(code) <= LIBCST_MAX_BYTES else []
+    raw: list[Finding] = []
+    for _ in range(len(module.cells) + 1):  # a cell CPython reads but LibCST does not: leave it out too
+        if not rules:
+            break
+        raw = lint_text(module.text, path, rules).findings
+        errors_left = [f for f in raw if f.code == SYNTAX_ERROR.code]
+        if not errors_left:
+            break
+        (placed,) = notebook.in_cells(module, module.text, errors_left[:1])
+        if placed.cell is None or placed.cell in excluded:
+            break
+        excluded[placed.cell] = "does not parse"
+        broken.append(placed)
+        module = notebook.build(nb, excluded)
+    return LintedNotebook(module, path, broken, raw, notebook.in_cells(module, module.text, raw), rules)
+
+
+# --- positions -----------------------------------------------------------------------------------------
+def _units(text: str, encoding: str) -> int:
+    if encoding == lsp.PositionEncodingKind.Utf32:
+        return len(text)
+    if encoding == lsp.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def to_lsp(lines: list[str], pos: Position, encoding: str) -> lsp.Position:
+    """A devlint position (1-based row, 1-based column in characters) as an LSP position."""
+    if pos.row > len(lines):
+        return lsp.Position(line=len(lines), character=0)
+    row = max(pos.row, 1)
+    line = lines[row - 1].rstrip("\r\n")
+    return lsp.Position(line=row - 1, character=_units(line[: max(pos.column, 1) - 1], encoding))
+
+
+def row_of(lines: list[str], pos: lsp.Position) -> int:
+    """The 1-based row of an LSP position."""
+    return min(pos.line, len(lines)) + 1
+
+
+def _range(lines: list[str], start: Position, end: Position, encoding: str) -> lsp.Range:
+    return lsp.Range(start=to_lsp(lines, start, encoding), end=to_lsp(lines, end, encoding))
+
+
+def _end_of(lines: list[str], encoding: str) -> lsp.Position:
+    if not lines or lines[-1].endswith(("\n", "\r")):
+        return lsp.Position(line=len(lines), character=0)
+    return lsp.Position(line=len(lines) - 1, character=_units(lines[-1], encoding))
+
+
+def diagnostic(finding: Finding, lines: list[str], encoding: str) -> lsp.Diagnostic:
+    url = rule_url(finding.code)
+    rule = finding.code in all_rules()
+    return lsp.Diagnostic(
+        range=_range(lines, finding.start, finding.end, encoding),
+        message=finding.message,
+        severity=lsp.DiagnosticSeverity.Warning if rule else lsp.DiagnosticSeverity.Error,
+        code=finding.code,
+        code_description=lsp.CodeDescription(href=url) if url else None,
+        source=SOURCE,
+    )
+
+
+# --- code actions --------------------------------------------------------------------------------------
+def fix_title(finding: Finding, fix: Fix) -> str:
+    what = fix.message or f"Fix {finding.code}"
+    unsafe = " (unsafe fix: may change behaviour)" if fix.applicability is Applicability.UNSAFE else ""
+    return f"devlint ({finding.code}): {what}{unsafe}"
+
+
+_NOQA_CODES = re.compile(r"(#\s*noqa:\s*)([A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
+
+
+_FSTRING_START = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+: an f-string is several tokens
+_FSTRING_END = getattr(tokenize, "FSTRING_END", None)
+
+
+def noqa_row(text: str, finding: Finding) -> int | None:
+    """Where a ``# noqa`` for ``finding`` goes: its first row, else its last (devlint reads a noqa comment on
+    either), where a comment can end the line: not inside a multi-line string, not after a backslash."""
+    blocked: set[int] = set()
+    fstrings: list[int] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                blocked.update(range(tok.start[0], tok.end[0]))
+            elif _FSTRING_START is not None and tok.type == _FSTRING_START:
+                fstrings.append(tok.start[0])
+            elif _FSTRING_END is not None and tok.type == _FSTRING_END and fstrings:
+                blocked.update(range(fstrings.pop(), tok.end[0]))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    lines = split_lines(text)
+    for row in (finding.start.row, finding.end.row):
+        if 1 <= row <= len(lines) and row not in blocked and not lines[row - 1].rstrip("\r\n").endswith("\\"):
+            return row
+    return None
+
+
+def noqa_edit(lines: list[str], row: int, code: str) -> tuple[int, int, str] | None:
+    """(row, column, replacement of the rest of the line from that column) that makes line ``row`` carry
+    ``# noqa: code``, merged into a ``# noqa: ...`` already there; None when the line already suppresses it."""
+    text = "".join(lines)
+    existing = noqa_lines(text).get(row)
+    if existing is not None and (existing is ALL or code in existing):
+        return None
+    line = lines[row - 1]
+    body = line.rstrip("\r\n")
+    if existing is not None:
+        match = _NOQA_CODES.search(body)
+        if match is not None:
+            codes = [c for c in re.split(r"[\s,]+", match.group(2)) if c]
+            return row, match.start(2), ", ".join([*codes, code]) + body[match.end(2):]
+    return row, len(body), f"  # noqa: {code}"
+
+
+# --- the server ----------------------------------------------------------------------------------------
+class DevlintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "devlint", __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=lsp.NotebookDocumentSyncOptions(
+                notebook_selector=[lsp.NotebookDocumentFilterWithCells(
+                    notebook="*", cells=[lsp.NotebookCellLanguage(language="python")])],
+                save=True,
+            ),
+        )
+        self.reported: set[str] = set()  # configuration errors already shown
+
+    @property
+    def encoding(self) -> str:
+        return str(self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16)
+
+    def settings(self, path: str) -> Settings:
+        settings = settings_for(path)
+        if settings.error is not None and settings.error not in self.reported:
+            self.reported.add(settings.error)
+            self.window_show_message(lsp.ShowMessageParams(
+                type=lsp.MessageType.Error, message=f"devlint: {settings.error} (using the defaults)"))
+        return settings
+
+    def document_path(self, uri: str) -> str:
+        """The file a document is (for configuration and per-file-ignores); an unsaved one is placed in the
+        workspace's root."""
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if path:
+            return path
+        root = self.workspace.root_path or os.getcwd()
+        return os.path.join(root, "untitled.py")
+
+    # --- Python files
+    def is_python(self, uri: str) -> bool:
+        if self.workspace.get_notebook_document(cell_uri=uri) is not None:
+            return False
+        doc = self.workspace.get_text_document(uri)
+        return doc.language_id == "python" or self.document_path(uri).endswith(PYTHON_SUFFIXES)
+
+    def lint_document(self, uri: str) -> Linted:
+        doc = self.workspace.get_text_document(uri)
+        path = self.document_path(uri)
+        return lint_python(doc.source, path, self.settings(path))
+
+    def publish(self, uri: str) -> None:
+        if not self.is_python(uri):
+            return
+        linted = self.lint_document(uri)
+        lines = split_lines(linted.text)
+        doc = self.workspace.get_text_document(uri)
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+            uri=uri, version=doc.version,
+            diagnostics=[diagnostic(f, lines, self.encoding) for f in linted.findings]))
+
+    def saved(self, uri: str) -> None:
+        if os.path.basename(self.document_path(uri)) != "pyproject.toml":
+            self.publish(uri)
+            return
+        for other in list(self.workspace.text_documents):  # the configuration changed: lint everything again
+            self.publish(other)
+        for nb_uri in list(self.workspace.notebook_documents):
+            self.publish_notebook(nb_uri)
+
+    def clear(self, uri: str) -> None:
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        uri = params.text_document.uri
+        if self.workspace.get_notebook_document(cell_uri=uri) is not None:
+            return self.notebook_actions(params)
+        if not self.is_python(uri):
+            return []
+        linted = self.lint_document(uri)
+        lines = split_lines(linted.text)
+        version = self.workspace.get_text_document(uri).version
+        actions: list[lsp.CodeAction] = []
+        if _wants(params, lsp.CodeActionKind.QuickFix):
+            first, last = row_of(lines, params.range.start), row_of(lines, params.range.end)
+            for finding in linted.findings:
+                if finding.start.row <= last and first <= finding.end.row:
+                    edits = [(uri, e) for e in finding.fix.edits] if finding.fix is not None else []
+                    actions += self.finding_actions(finding, {uri: (lines, version)}, edits, linted.text, uri)
+        if _wants(params, FIX_ALL):
+            fixed = fix_text(linted.text, linted.path, linted.rules, unsafe=False,
+                             project=Project([linted.path])).text if linted.rules else linted.text
+            actions.append(self.fix_all({uri: (linted.text, fixed, version)}))
+        return actions
+
+    def finding_actions(self, finding: Finding, docs: dict[str, tuple[list[str], int | None]],
+                        edits: list[tuple[str, Edit]], text: str, uri: str) -> list[lsp.CodeAction]:
+        """The quickfix (``edits``: the fix's edits, each with the document it lands in) and the noqa action of
+        ``finding`` in document ``uri``."""
+        actions = []
+        diag = diagnostic(finding, docs[uri][0], self.encoding)
+        if finding.fix is not None and edits:
+            actions.append(lsp.CodeAction(
+                title=fix_title(finding, finding.fix), kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
+                is_preferred=finding.fix.applicability is Applicability.SAFE,
+                edit=self.workspace_edit({
+                    doc: [lsp.TextEdit(range=_range(docs[doc][0], e.start, e.end, self.encoding),
+                                       new_text=e.content) for d, e in edits if d == doc]
+                    for doc in dict.fromkeys(d for d, _ in edits)
+                }, docs)))
+        if finding.code in all_rules():
+            lines = docs[uri][0]
+            row = noqa_row(text, finding)
+            noqa = noqa_edit(lines, row, finding.code) if row is not None else None
+            if noqa is not None:
+                row, column, new = noqa
+                line = lines[row - 1].rstrip("\r\n")
+                start = Position(row, column + 1)
+                end = Position(row, len(line) + 1)
+                actions.append(lsp.CodeAction(
+                    title=f"devlint ({finding.code}): Disable {finding.code} for this line",
+                    kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
+                    edit=self.workspace_edit({uri: [lsp.TextEdit(range=_range(lines, start, end, self.encoding),
+                                                                 new_text=new)]}, docs)))
+        return actions
+
+    def workspace_edit(self, changes: dict[str, list[lsp.TextEdit]],
+                       docs: dict[str, tuple[list[str], int | None]]) -> lsp.WorkspaceEdit:
+        return lsp.WorkspaceEdit(document_changes=[
+            lsp.TextDocumentEdit(
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=docs[uri][1]),
+                edits=list(edits))
+            for uri, edits in changes.items() if edits
+        ])
+
+    def fix_all(self, texts: dict[str, tuple[str, str, int | None]]) -> lsp.CodeAction:
+        """``source.fixAll.devlint``: each document (uri -> (text, fixed text, version)) replaced whole where
+        the safe fixes changed it."""
+        changes: dict[str, list[lsp.TextEdit]] = {}
+        docs: dict[str, tuple[list[str], int | None]] = {}
+        for uri, (old, new, version) in texts.items():
+            lines = split_lines(old)
+            docs[uri] = (lines, version)
+            if new != old:
+                changes[uri] = [lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0),
+                                                             end=_end_of(lines, self.encoding)), new_text=new)]
+        return lsp.CodeAction(title="devlint: Fix all auto-fixable problems", kind=FIX_ALL,
+                              edit=self.workspace_edit(changes, docs))
+
+    # --- notebooks
+    def notebook_cells(self, nb_uri: str) -> tuple[notebook.Notebook, dict[int, str]] | None:
+        """The notebook as devlint reads one (every cell numbered from 1), and each code cell's document."""
+        doc = self.workspace.get_notebook_document(notebook_uri=nb_uri)
+        if doc is None:
+            return None
+        cells: list[notebook.Cell] = []
+        uris: dict[int, str] = {}
+        for number, cell in enumerate(doc.cells, 1):
+            text_doc = self.workspace.get_text_document(cell.document)
+            code = cell.kind == lsp.NotebookCellKind.Code and text_doc.language_id in (None, "python")
+            cells.append(notebook.Cell(number, "code" if code else "markdown", text_doc.source))
+            uris[number] = cell.document
+        return notebook.Notebook(text="", bom=False, cells=cells, ascii=False), uris
+
+    def lint_notebook(self, nb_uri: str) -> tuple[notebook.Notebook, dict[int, str], LintedNotebook] | None:
+        cells = self.notebook_cells(nb_uri)
+        if cells is None:
+            return None
+        nb, uris = cells
+        path = self.document_path(nb_uri)
+        if not notebook.is_notebook(path):
+            path = os.path.splitext(path)[0] + notebook.SUFFIX
+        return nb, uris, lint_notebook(nb, path, self.settings(path))
+
+    def publish_notebook(self, nb_uri: str) -> None:
+        linted = self.lint_notebook(nb_uri)
+        if linted is None:
+            return
+        nb, uris, result = linted
+        texts = {c.number: c.text for c in nb.cells}
+        first = min((n for n, c in enumerate(nb.cells, 1) if c.kind == "code"), default=None)
+        per_cell: dict[int, list[lsp.Diagnostic]] = {n: [] for n, c in enumerate(nb.cells, 1) if c.kind == "code"}
+        for finding in result.broken + result.placed:
+            number = finding.cell if finding.cell in per_cell else first
+            if number is not None:
+                per_cell[number].append(diagnostic(finding, split_lines(texts[number]), self.encoding))
+        for number, diagnostics in per_cell.items():
+            version = self.workspace.get_text_document(uris[number]).version
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+                uri=uris[number], version=version, diagnostics=diagnostics))
+
+    def notebook_changed(self, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        structure = params.change.cells.structure if params.change.cells else None
+        for closed in (structure.did_close or []) if structure else []:
+            self.clear(closed.uri)
+        self.publish_notebook(params.notebook_document.uri)
+
+    def notebook_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        uri = params.text_document.uri
+        nb_doc = self.workspace.get_notebook_document(cell_uri=uri)
+        linted = self.lint_notebook(nb_doc.uri) if nb_doc is not None else None
+        if linted is None:
+            return []
+        nb, uris, result = linted
+        number = next((n for n, u in uris.items() if u == uri), None)
+        docs = {u: (split_lines(c.text), self.workspace.get_text_document(u).version)
+                for c, u in ((c, uris[c.number]) for c in nb.cells)}
+        actions: list[lsp.CodeAction] = []
+        if _wants(params, lsp.CodeActionKind.QuickFix) and number is not None:
+            lines = docs[uri][0]
+            first, last = row_of(lines, params.range.start), row_of(lines, params.range.end)
+            rows = notebook.row_map(result.module, result.module.text)
+            for raw, placed in zip(result.raw, result.placed, strict=True):
+                if placed.cell == number and placed.start.row <= last and first <= placed.end.row:
+                    edits = _cell_edits(rows, raw.fix, uris)
+                    actions += self.finding_actions(placed, docs, edits, nb.cells[number - 1].text, uri)
+        if _wants(params, FIX_ALL) and result.rules:
+            fixed = fix_text(result.module.text, result.path, result.rules, unsafe=False)
+            sources = notebook.split(result.module, fixed.text) or {}
+            texts = {uris[n]: (c.text, sources.get(n, c.text), docs[uris[n]][1])
+                     for n, c in enumerate(nb.cells, 1) if c.kind == "code"}
+            actions.append(self.fix_all(texts))
+        return actions
+
+
+def _cell_edits(rows: list[tuple[int, int]], fix: Fix | None, uris: dict[int, str]) -> list[tuple[str, Edit]]:
+    """A fix's edits on the module's rows as (cell document, edit in the cell's rows); empty when an edit
+    does not land in one cell (on a separator, past the end)."""
+    if fix is None:
+        return []
+    out = []
+    for edit in fix.edits:
+        if not (1 <= edit.start.row <= len(rows) and 1 <= edit.end.row <= len(rows)):
+            return []
+        (cell, row), (end_cell, end_row) = rows[edit.start.row - 1], rows[edit.end.row - 1]
+        if cell != end_cell or cell not in uris:
+            return []
+        out.append((uris[cell], dataclasses.replace(edit, start=Position(row, edit.start.column),
+                                                    end=Position(end_row, edit.end.column))))
+    return out
+
+
+def _wants(params: lsp.CodeActionParams, kind: str) -> bool:
+    """Does the request ask for actions of ``kind`` (no ``only``: every kind but the source ones)?"""
+    only = params.context.only
+    if not only:
+        return not kind.startswith("source")
+    return any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+
+# --- wiring ---------------------------------------------------------------------------------------------
+def create() -> DevlintServer:
+    server = DevlintServer()
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: DevlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.publish(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: DevlintServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        ls.publish(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))
+    def did_save(ls: DevlintServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.saved(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: DevlintServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        ls.clear(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
+        code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False))
+    def code_action(ls: DevlintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        return ls.code_actions(params)
+
+    _notebook_features(server)
+    return server
+
+
+def _notebook_features(server: DevlintServer) -> None:
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_open(ls: DevlintServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        ls.publish_notebook(params.notebook_document.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(ls: DevlintServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        ls.notebook_changed(params)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_save(ls: DevlintServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
+        ls.publish_notebook(params.notebook_document.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_close(ls: DevlintServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
+        for cell in params.cell_text_documents:
+            ls.clear(cell.uri)
+
+
+def serve() -> None:
+    """Speak LSP on stdin/stdout until the client says exit."""
+    create().start_io()
