@@ -9,19 +9,24 @@
   ``devlint PATH`` finds it): ``select``, ``extend-select``, ``ignore``, ``per-file-ignores``. Read again on
   each lint, so an edited configuration applies at the next change.
 
-Linting runs in this process with the engine (no cache, no worker pool); torch is never imported. pygls is an
-optional dependency (``pip install "devlint[lsp]"``): only this module imports it.
+Linting runs in this process with the engine (no results cache, no process pool), one lint at a time in a
+thread beside the event loop, after edits pause (``DEBOUNCE_S``); torch is never imported. pygls is an optional
+dependency (``pip install "devlint[lsp]"``): only this module imports it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import os
 import re
 import tokenize
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -41,6 +46,7 @@ from devlint.source import LIBCST_MAX_BYTES, split_lines
 SOURCE = "devlint"
 FIX_ALL = "source.fixAll.devlint"
 PYTHON_SUFFIXES = (".py", ".pyi")
+T = TypeVar("T")
 
 
 def rule_url(code: str) -> str | None:
@@ -246,6 +252,12 @@ def noqa_edit(lines: list[str], row: int, code: str) -> tuple[int, int, str] | N
 
 
 # --- the server ----------------------------------------------------------------------------------------
+DEBOUNCE_S = 0.15  # while typing: lint when the edits pause this long, not at every keystroke
+
+Cells = tuple[notebook.Notebook, dict[int, str]]  # a notebook as devlint reads one, and each cell's document
+Docs = dict[str, tuple[list[str], int | None]]  # uri -> (its lines, its version), for the edits of an action
+
+
 class DevlintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
@@ -258,6 +270,14 @@ class DevlintServer(LanguageServer):
             ),
         )
         self.reported: set[str] = set()  # configuration errors already shown
+        # Lints run one at a time off the event loop (a large file takes seconds; the loop keeps reading the
+        # client's edits meanwhile, and the engine's deep-stack retry sets process-wide limits).
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devlint-lint")
+        self.open_documents: set[str] = set()
+        self.linted: dict[str, Linted] = {}  # the last lint of each open Python document
+
+    async def in_worker(self, func: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.worker, func)
 
     @property
     def encoding(self) -> str:
@@ -287,59 +307,84 @@ class DevlintServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         return doc.language_id == "python" or self.document_path(uri).endswith(PYTHON_SUFFIXES)
 
-    def lint_document(self, uri: str) -> Linted:
-        doc = self.workspace.get_text_document(uri)
+    async def lint_document(self, uri: str, fresh: bool = False) -> Linted | None:
+        """The lint of the document as it is now (the last one, unless ``fresh``, when its text is the same);
+        None when the document changed or closed meanwhile (a newer lint follows)."""
+        text = self.workspace.get_text_document(uri).source
+        cached = self.linted.get(uri)
+        if cached is not None and cached.text == text and not fresh:
+            return cached
         path = self.document_path(uri)
-        return lint_python(doc.source, path, self.settings(path))
+        settings = self.settings(path)
+        linted = await self.in_worker(lambda: lint_python(text, path, settings))
+        if uri not in self.open_documents or self.workspace.get_text_document(uri).source != text:
+            return None
+        self.linted[uri] = linted
+        return linted
 
-    def publish(self, uri: str) -> None:
+    async def publish(self, uri: str, delay: float = 0.0, fresh: bool = False) -> None:
         if not self.is_python(uri):
             return
-        linted = self.lint_document(uri)
+        if delay:
+            version = self.workspace.get_text_document(uri).version
+            await asyncio.sleep(delay)
+            if self.workspace.get_text_document(uri).version != version:
+                return  # edited again: that edit's lint publishes
+        linted = await self.lint_document(uri, fresh)
+        if linted is None:
+            return
         lines = split_lines(linted.text)
-        doc = self.workspace.get_text_document(uri)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=uri, version=doc.version,
+            uri=uri, version=self.workspace.get_text_document(uri).version,
             diagnostics=[diagnostic(f, lines, self.encoding) for f in linted.findings]))
 
-    def saved(self, uri: str) -> None:
+    async def saved(self, uri: str) -> None:
         if os.path.basename(self.document_path(uri)) != "pyproject.toml":
-            self.publish(uri)
+            await self.publish(uri, fresh=True)
             return
-        for other in list(self.workspace.text_documents):  # the configuration changed: lint everything again
-            self.publish(other)
+        for other in list(self.open_documents):  # the configuration changed: lint everything again
+            await self.publish(other, fresh=True)
         for nb_uri in list(self.workspace.notebook_documents):
-            self.publish_notebook(nb_uri)
+            await self.publish_notebook(nb_uri)
 
-    def clear(self, uri: str) -> None:
+    def opened(self, uri: str) -> None:
+        self.open_documents.add(uri)
+
+    def closed(self, uri: str) -> None:
+        self.open_documents.discard(uri)
+        self.linted.pop(uri, None)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
-    def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    async def code_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
         if self.workspace.get_notebook_document(cell_uri=uri) is not None:
-            return self.notebook_actions(params)
+            return await self.notebook_actions(params)
         if not self.is_python(uri):
             return []
-        linted = self.lint_document(uri)
+        linted = await self.lint_document(uri)
+        if linted is None:
+            return []
         lines = split_lines(linted.text)
-        version = self.workspace.get_text_document(uri).version
+        docs: Docs = {uri: (lines, self.workspace.get_text_document(uri).version)}
         actions: list[lsp.CodeAction] = []
         if _wants(params, lsp.CodeActionKind.QuickFix):
             first, last = row_of(lines, params.range.start), row_of(lines, params.range.end)
             for finding in linted.findings:
                 if finding.start.row <= last and first <= finding.end.row:
                     edits = [(uri, e) for e in finding.fix.edits] if finding.fix is not None else []
-                    actions += self.finding_actions(finding, {uri: (lines, version)}, edits, linted.text, uri)
+                    actions += self.finding_actions(finding, docs, edits, linted.text, uri)
         if _wants(params, FIX_ALL):
-            fixed = fix_text(linted.text, linted.path, linted.rules, unsafe=False,
-                             project=Project([linted.path])).text if linted.rules else linted.text
-            actions.append(self.fix_all({uri: (linted.text, fixed, version)}))
+            fixed = linted.text
+            if linted.rules and any(f.fix is not None for f in linted.findings):
+                fixed = await self.in_worker(lambda: fix_text(linted.text, linted.path, linted.rules, unsafe=False,
+                                                              project=Project([linted.path])).text)
+            actions.append(self.fix_all({uri: (linted.text, fixed)}, docs))
         return actions
 
-    def finding_actions(self, finding: Finding, docs: dict[str, tuple[list[str], int | None]],
-                        edits: list[tuple[str, Edit]], text: str, uri: str) -> list[lsp.CodeAction]:
+    def finding_actions(self, finding: Finding, docs: Docs, edits: list[tuple[str, Edit]], text: str,
+                        uri: str) -> list[lsp.CodeAction]:
         """The quickfix (``edits``: the fix's edits, each with the document it lands in) and the noqa action of
-        ``finding`` in document ``uri``."""
+        ``finding`` in document ``uri`` (``text``)."""
         actions = []
         diag = diagnostic(finding, docs[uri][0], self.encoding)
         if finding.fix is not None and edits:
@@ -367,8 +412,7 @@ class DevlintServer(LanguageServer):
                                                                  new_text=new)]}, docs)))
         return actions
 
-    def workspace_edit(self, changes: dict[str, list[lsp.TextEdit]],
-                       docs: dict[str, tuple[list[str], int | None]]) -> lsp.WorkspaceEdit:
+    def workspace_edit(self, changes: dict[str, list[lsp.TextEdit]], docs: Docs) -> lsp.WorkspaceEdit:
         return lsp.WorkspaceEdit(document_changes=[
             lsp.TextDocumentEdit(
                 text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=docs[uri][1]),
@@ -376,23 +420,21 @@ class DevlintServer(LanguageServer):
             for uri, edits in changes.items() if edits
         ])
 
-    def fix_all(self, texts: dict[str, tuple[str, str, int | None]]) -> lsp.CodeAction:
-        """``source.fixAll.devlint``: each document (uri -> (text, fixed text, version)) replaced whole where
-        the safe fixes changed it."""
+    def fix_all(self, texts: dict[str, tuple[str, str]], docs: Docs) -> lsp.CodeAction:
+        """``source.fixAll.devlint``: each document (uri -> (text, fixed text)) replaced whole where the safe
+        fixes changed it."""
         changes: dict[str, list[lsp.TextEdit]] = {}
-        docs: dict[str, tuple[list[str], int | None]] = {}
-        for uri, (old, new, version) in texts.items():
-            lines = split_lines(old)
-            docs[uri] = (lines, version)
+        for uri, (old, new) in texts.items():
             if new != old:
                 changes[uri] = [lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0),
-                                                             end=_end_of(lines, self.encoding)), new_text=new)]
+                                                             end=_end_of(split_lines(old), self.encoding)),
+                                             new_text=new)]
         return lsp.CodeAction(title="devlint: Fix all auto-fixable problems", kind=FIX_ALL,
                               edit=self.workspace_edit(changes, docs))
 
     # --- notebooks
-    def notebook_cells(self, nb_uri: str) -> tuple[notebook.Notebook, dict[int, str]] | None:
-        """The notebook as devlint reads one (every cell numbered from 1), and each code cell's document."""
+    def notebook_cells(self, nb_uri: str) -> Cells | None:
+        """The notebook as devlint reads one (every cell numbered from 1), and each cell's document."""
         doc = self.workspace.get_notebook_document(notebook_uri=nb_uri)
         if doc is None:
             return None
@@ -405,7 +447,8 @@ class DevlintServer(LanguageServer):
             uris[number] = cell.document
         return notebook.Notebook(text="", bom=False, cells=cells, ascii=False), uris
 
-    def lint_notebook(self, nb_uri: str) -> tuple[notebook.Notebook, dict[int, str], LintedNotebook] | None:
+    async def lint_cells(self, nb_uri: str) -> tuple[Cells, LintedNotebook] | None:
+        """The lint of the notebook as it is now; None when it changed or closed meanwhile."""
         cells = self.notebook_cells(nb_uri)
         if cells is None:
             return None
@@ -413,16 +456,28 @@ class DevlintServer(LanguageServer):
         path = self.document_path(nb_uri)
         if not notebook.is_notebook(path):
             path = os.path.splitext(path)[0] + notebook.SUFFIX
-        return nb, uris, lint_notebook(nb, path, self.settings(path))
+        settings = self.settings(path)
+        result = await self.in_worker(lambda: lint_notebook(nb, path, settings))
+        now = self.notebook_cells(nb_uri)
+        if now is None or now[1] != uris or [c.text for c in now[0].cells] != [c.text for c in nb.cells]:
+            return None
+        return cells, result
 
-    def publish_notebook(self, nb_uri: str) -> None:
-        linted = self.lint_notebook(nb_uri)
+    async def publish_notebook(self, nb_uri: str, delay: float = 0.0) -> None:
+        if delay:
+            doc = self.workspace.get_notebook_document(notebook_uri=nb_uri)
+            version = doc.version if doc is not None else None
+            await asyncio.sleep(delay)
+            doc = self.workspace.get_notebook_document(notebook_uri=nb_uri)
+            if doc is None or doc.version != version:
+                return
+        linted = await self.lint_cells(nb_uri)
         if linted is None:
             return
-        nb, uris, result = linted
+        (nb, uris), result = linted
         texts = {c.number: c.text for c in nb.cells}
-        first = min((n for n, c in enumerate(nb.cells, 1) if c.kind == "code"), default=None)
-        per_cell: dict[int, list[lsp.Diagnostic]] = {n: [] for n, c in enumerate(nb.cells, 1) if c.kind == "code"}
+        per_cell: dict[int, list[lsp.Diagnostic]] = {c.number: [] for c in nb.cells if c.kind == "code"}
+        first = min(per_cell, default=None)
         for finding in result.broken + result.placed:
             number = finding.cell if finding.cell in per_cell else first
             if number is not None:
@@ -432,22 +487,22 @@ class DevlintServer(LanguageServer):
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
                 uri=uris[number], version=version, diagnostics=diagnostics))
 
-    def notebook_changed(self, params: lsp.DidChangeNotebookDocumentParams) -> None:
+    async def notebook_changed(self, params: lsp.DidChangeNotebookDocumentParams) -> None:
         structure = params.change.cells.structure if params.change.cells else None
         for closed in (structure.did_close or []) if structure else []:
-            self.clear(closed.uri)
-        self.publish_notebook(params.notebook_document.uri)
+            self.closed(closed.uri)
+        await self.publish_notebook(params.notebook_document.uri, DEBOUNCE_S)
 
-    def notebook_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    async def notebook_actions(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         uri = params.text_document.uri
         nb_doc = self.workspace.get_notebook_document(cell_uri=uri)
-        linted = self.lint_notebook(nb_doc.uri) if nb_doc is not None else None
+        linted = await self.lint_cells(nb_doc.uri) if nb_doc is not None else None
         if linted is None:
             return []
-        nb, uris, result = linted
+        (nb, uris), result = linted
         number = next((n for n, u in uris.items() if u == uri), None)
-        docs = {u: (split_lines(c.text), self.workspace.get_text_document(u).version)
-                for c, u in ((c, uris[c.number]) for c in nb.cells)}
+        docs: Docs = {uris[c.number]: (split_lines(c.text), self.workspace.get_text_document(uris[c.number]).version)
+                      for c in nb.cells}
         actions: list[lsp.CodeAction] = []
         if _wants(params, lsp.CodeActionKind.QuickFix) and number is not None:
             lines = docs[uri][0]
@@ -458,11 +513,11 @@ class DevlintServer(LanguageServer):
                     edits = _cell_edits(rows, raw.fix, uris)
                     actions += self.finding_actions(placed, docs, edits, nb.cells[number - 1].text, uri)
         if _wants(params, FIX_ALL) and result.rules:
-            fixed = fix_text(result.module.text, result.path, result.rules, unsafe=False)
-            sources = notebook.split(result.module, fixed.text) or {}
-            texts = {uris[n]: (c.text, sources.get(n, c.text), docs[uris[n]][1])
-                     for n, c in enumerate(nb.cells, 1) if c.kind == "code"}
-            actions.append(self.fix_all(texts))
+            fixed = await self.in_worker(
+                lambda: fix_text(result.module.text, result.path, result.rules, unsafe=False).text)
+            sources = notebook.split(result.module, fixed) or {}
+            texts = {uris[c.number]: (c.text, sources.get(c.number, c.text)) for c in nb.cells if c.kind == "code"}
+            actions.append(self.fix_all(texts, docs))
         return actions
 
 
@@ -496,25 +551,30 @@ def create() -> DevlintServer:
     server = DevlintServer()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: DevlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        ls.publish(params.text_document.uri)
+    async def did_open(ls: DevlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.opened(params.text_document.uri)
+        await ls.publish(params.text_document.uri, fresh=True)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: DevlintServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        ls.publish(params.text_document.uri)
+    async def did_change(ls: DevlintServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        await ls.publish(params.text_document.uri, DEBOUNCE_S)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))
-    def did_save(ls: DevlintServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.saved(params.text_document.uri)
+    async def did_save(ls: DevlintServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        await ls.saved(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DevlintServer, params: lsp.DidCloseTextDocumentParams) -> None:
-        ls.clear(params.text_document.uri)
+        ls.closed(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
         code_action_kinds=[lsp.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False))
-    def code_action(ls: DevlintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
-        return ls.code_actions(params)
+    async def code_action(ls: DevlintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        return await ls.code_actions(params)
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: DevlintServer, params: None) -> None:
+        ls.worker.shutdown(wait=False, cancel_futures=True)
 
     _notebook_features(server)
     return server
@@ -522,21 +582,21 @@ def create() -> DevlintServer:
 
 def _notebook_features(server: DevlintServer) -> None:
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def notebook_open(ls: DevlintServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
-        ls.publish_notebook(params.notebook_document.uri)
+    async def notebook_open(ls: DevlintServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        await ls.publish_notebook(params.notebook_document.uri)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def notebook_change(ls: DevlintServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
-        ls.notebook_changed(params)
+    async def notebook_change(ls: DevlintServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        await ls.notebook_changed(params)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
-    def notebook_save(ls: DevlintServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
-        ls.publish_notebook(params.notebook_document.uri)
+    async def notebook_save(ls: DevlintServer, params: lsp.DidSaveNotebookDocumentParams) -> None:
+        await ls.publish_notebook(params.notebook_document.uri)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_close(ls: DevlintServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
         for cell in params.cell_text_documents:
-            ls.clear(cell.uri)
+            ls.closed(cell.uri)
 
 
 def serve() -> None:

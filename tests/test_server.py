@@ -247,6 +247,17 @@ def test_diagnostics_on_open_change_and_save(client, workspace):
     assert client.wait("textDocument/publishDiagnostics", path.as_uri())["diagnostics"] == []
 
 
+def test_quick_edits_are_linted_once_they_pause(client, workspace):
+    path = workspace / "typing.py"
+    assert client.open(path, FIXED)["diagnostics"] == []
+    for version, text in enumerate([CUDA[:-2], CUDA[:-1], CUDA], start=2):  # typing "()" then a newline
+        client.notify("textDocument/didChange", {"textDocument": {"uri": path.as_uri(), "version": version},
+                                                 "contentChanges": [{"text": text}]})
+    published = client.wait("textDocument/publishDiagnostics", path.as_uri())  # the first one after the edits
+    assert published["version"] == 4
+    assert [d["range"] for d in published["diagnostics"]] == [_range(2, 4, 2, 25)]
+
+
 def test_columns_are_utf16_code_units(client, workspace):
     path = workspace / "emoji.py"
     published = client.open(path, 'import torch\n\nx = "\U0001f600"; y = torch.zeros(3).cuda()\n')
