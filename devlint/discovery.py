@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pathspec
@@ -65,29 +65,75 @@ class _Ignores:
         return False
 
 
-def iter_files(paths: list[str], config: Config) -> Iterator[str]:
-    """Every file to lint, each once, in a stable order."""
+def _explicitly_excluded(path: str, config: Config, ignores: _Ignores) -> bool:
+    """Would a walk from the config root skip ``path`` (a file or directory named on the command line)?
+
+    The path and each of its directories below the config root are matched as the walk matches them
+    (``exclude``, ``extend-exclude``, and .gitignore when ``respect-gitignore``); a path outside the root is
+    matched by its own name only (the default excludes name folders like ``venv`` that may hold a project)."""
+    absolute = os.path.abspath(path)
+    root = str(config.root)
+    if os.path.realpath(absolute) == root:
+        return False
+    chain = [absolute]
+    if os.path.realpath(absolute).startswith(root + os.sep):
+        parent = os.path.dirname(absolute)
+        while parent != os.path.dirname(parent) and os.path.realpath(parent).startswith(root + os.sep):
+            chain.append(parent)
+            parent = os.path.dirname(parent)
+    for item in chain:
+        directory = os.path.dirname(item)
+        if ignores.excluded(directory, os.path.realpath(directory), os.path.basename(item), os.path.isdir(item)):
+            return True
+    return False
+
+
+def is_excluded(path: str, config: Config) -> bool:
+    """``--force-exclude`` for one path (the name given with ``--stdin-filename``)."""
+    return _explicitly_excluded(path, config, _Ignores(config))
+
+
+def iter_files(paths: list[str], config: Config, force_exclude: bool = False,
+               unreadable: list[tuple[str, str]] | None = None) -> Iterator[str]:
+    """Every file to lint, each once, in a stable order. ``force_exclude``: the exclusions apply to the
+    paths named too (pre-commit names every staged file), else a named file is always linted.
+    ``unreadable``: gets (directory, why) for each directory that could not be listed (never skipped
+    silently: the caller reports it, E902)."""
     ignores = _Ignores(config)
+
+    def failed(exc: OSError) -> None:
+        if unreadable is not None:
+            where = os.path.normpath(exc.filename) if isinstance(exc.filename, str) else "."
+            unreadable.append((where, f"cannot read directory: {exc.strerror or exc}"))
+
     seen: set[str] = set()
     for raw in paths or ["."]:
+        if force_exclude and raw not in (".", "") and _explicitly_excluded(raw, config, ignores):
+            continue
         if not os.path.isdir(raw):
             key = os.path.abspath(raw)
             if key not in seen:
                 seen.add(key)
-                yield raw  # named on the command line: always linted (or reported unreadable)
+                yield raw  # named on the command line: linted (or reported unreadable) unless force-excluded
             continue
-        for dirpath, dirnames, filenames in os.walk(raw, followlinks=False):
-            directory = os.path.abspath(dirpath)
-            real = os.path.realpath(directory)
-            dirnames[:] = sorted(d for d in dirnames if not ignores.excluded(directory, real, d, True))
-            for name in sorted(filenames):
-                if not name.endswith(PYTHON_SUFFIXES) or ignores.excluded(directory, real, name, False):
-                    continue
-                file = os.path.normpath(os.path.join(dirpath, name))
-                key = os.path.join(directory, name)
-                if key not in seen:
-                    seen.add(key)
-                    yield file
+        yield from _walk(raw, ignores, seen, failed)
+
+
+def _walk(top: str, ignores: _Ignores, seen: set[str], failed: Callable[[OSError], None]) -> Iterator[str]:
+    """The files to lint under the directory ``top`` not in ``seen`` (added to it); a directory that cannot be
+    listed goes to ``failed``."""
+    for dirpath, dirnames, filenames in os.walk(top, onerror=failed, followlinks=False):
+        directory = os.path.abspath(dirpath)
+        real = os.path.realpath(directory)
+        dirnames[:] = sorted(d for d in dirnames if not ignores.excluded(directory, real, d, True))
+        for name in sorted(filenames):
+            if not name.endswith(PYTHON_SUFFIXES) or ignores.excluded(directory, real, name, False):
+                continue
+            file = os.path.normpath(os.path.join(dirpath, name))
+            key = os.path.join(directory, name)
+            if key not in seen:
+                seen.add(key)
+                yield file
 
 
 def per_file_ignored(path: str, config: Config) -> list[str]:
