@@ -67,29 +67,27 @@ def rule_url(code: str) -> str | None:
 
 # --- configuration -------------------------------------------------------------------------------------
 @dataclass
-class Settings:
+class Configured:
     config: Config
     codes: set[str]
     error: str | None = None  # a configuration that could not be read (then the defaults apply)
 
 
-def settings_for(path: str) -> Settings:
+def configured_for(path: str) -> Configured:
     """The enabled codes for ``path`` from the nearest ``[tool.devlint]`` (the defaults when it is invalid)."""
     try:
         config = resolve(None, [path])
         codes = expand_codes(config.select, "select") if config.select is not None else set(all_rules())
         codes -= expand_codes(config.ignore, "ignore")
         codes |= expand_codes(config.extend_select, "extend-select")
-        return Settings(config, codes)
+        return Configured(config, codes)
     except ConfigError as exc:
-        return Settings(Config(root=Path(os.path.dirname(path) or ".").resolve()), set(all_rules()), str(exc))
+        return Configured(Config(root=Path(os.path.dirname(path) or ".").resolve()), set(all_rules()), str(exc))
 
 
-def _rules(path: str, settings: Settings) -> list[Rule]:
-    try:
-        return rules_for(path, settings.config, Options(select=settings.codes))
-    except ConfigError:
-        return rules_for(path, Config(root=settings.config.root), Options(select=settings.codes))
+def _rules(path: str, configured: Configured) -> list[Rule]:
+    """The rules enabled for ``path`` (per-file-ignores applied)."""
+    return rules_for(path, configured.config, Options(select=configured.codes))
 
 
 # --- linting a document --------------------------------------------------------------------------------
@@ -103,8 +101,8 @@ class Linted:
     rules: list[Rule]
 
 
-def lint_python(text: str, path: str, settings: Settings) -> Linted:
-    rules = _rules(path, settings)
+def lint_python(text: str, path: str, configured: Configured) -> Linted:
+    rules = _rules(path, configured)
     data = text.encode("utf-8", "surrogatepass")
     if len(data) > LIBCST_MAX_BYTES:
         return Linted(text, path, [], [])
@@ -127,12 +125,12 @@ class LintedNotebook:
     rules: list[Rule]
 
 
-def lint_notebook(nb: notebook.Notebook, path: str, settings: Settings) -> LintedNotebook:
+def lint_notebook(nb: notebook.Notebook, path: str, configured: Configured) -> LintedNotebook:
     """The notebook's code cells as one module (cells that do not parse left out and reported), linted."""
     module, errors = notebook.parsed(nb)
     broken = [dataclasses.replace(syntax_finding(path, error), cell=number) for number, error in errors.items()]
     excluded = dict.fromkeys(errors, "does not parse")
-    rules = _rules(path, settings)
+    rules = _rules(path, configured)
     code = module.text.encode("utf-8", "surrogatepass")
     rules = applicable(code, rules, None, path) if len(code) <= LIBCST_MAX_BYTES else []
     raw: list[Finding] = []
@@ -283,13 +281,13 @@ class DevlintServer(LanguageServer):
     def encoding(self) -> str:
         return str(self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16)
 
-    def settings(self, path: str) -> Settings:
-        settings = settings_for(path)
-        if settings.error is not None and settings.error not in self.reported:
-            self.reported.add(settings.error)
+    def configured(self, path: str) -> Configured:
+        configured = configured_for(path)
+        if configured.error is not None and configured.error not in self.reported:
+            self.reported.add(configured.error)
             self.window_show_message(lsp.ShowMessageParams(
-                type=lsp.MessageType.Error, message=f"devlint: {settings.error} (using the defaults)"))
-        return settings
+                type=lsp.MessageType.Error, message=f"devlint: {configured.error} (using the defaults)"))
+        return configured
 
     def document_path(self, uri: str) -> str:
         """The file a document is (for configuration and per-file-ignores); an unsaved one is placed in the
@@ -315,8 +313,8 @@ class DevlintServer(LanguageServer):
         if cached is not None and cached.text == text and not fresh:
             return cached
         path = self.document_path(uri)
-        settings = self.settings(path)
-        linted = await self.in_worker(lambda: lint_python(text, path, settings))
+        configured = self.configured(path)
+        linted = await self.in_worker(lambda: lint_python(text, path, configured))
         if uri not in self.open_documents or self.workspace.get_text_document(uri).source != text:
             return None
         self.linted[uri] = linted
@@ -456,8 +454,8 @@ class DevlintServer(LanguageServer):
         path = self.document_path(nb_uri)
         if not notebook.is_notebook(path):
             path = os.path.splitext(path)[0] + notebook.SUFFIX
-        settings = self.settings(path)
-        result = await self.in_worker(lambda: lint_notebook(nb, path, settings))
+        configured = self.configured(path)
+        result = await self.in_worker(lambda: lint_notebook(nb, path, configured))
         now = self.notebook_cells(nb_uri)
         if now is None or now[1] != uris or [c.text for c in now[0].cells] != [c.text for c in nb.cells]:
             return None
