@@ -195,9 +195,11 @@ def verify(paths: tuple[str, ...], rules_mode: bool, script: str | None, timeout
         sys.exit(2)
     from devlint.verify_report import render_matrix, render_runs, render_verified
 
+    progress = None if output_format == "text" else False  # on a terminal, never in machine output
     try:
         if rules_mode:
-            click.echo(render_matrix(v.rule_matrix(targets, timeout, codes), targets, output_format), nl=False)
+            matrix = v.rule_matrix(targets, timeout, codes, progress)
+            click.echo(render_matrix(matrix, targets, output_format), nl=False)
             sys.exit(0)
         if script is not None:
             if not os.path.isfile(script):
@@ -207,7 +209,7 @@ def verify(paths: tuple[str, ...], rules_mode: bool, script: str | None, timeout
             sys.exit(0 if all(after.clean for _, after, _ in runs) else 1)
         result = run(list(paths), config, Options(select=codes))
         findings = sorted((f for f in result.findings if f.code in all_rules()), key=lambda f: f.sort_key)
-        verified = v.verify_findings(findings, targets, timeout)
+        verified = v.verify_findings(findings, targets, timeout, progress)
     except (ConfigError, v.VerifyError) as exc:
         click.echo(f"devlint: error: {exc}", err=True)
         sys.exit(2)

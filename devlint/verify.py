@@ -1,25 +1,42 @@
 """`devlint verify`: prove findings by running them.
 
-For each finding, the rule's probe (a tiny program rebuilt from the finding's evidence) runs in a fresh
+For each finding, the rule's probe (a tiny program rebuilt from the finding's evidence: facts such as a
+device string, a device index or the name of a torch API, never the flagged source text) runs in a fresh
 interpreter on every target this machine has, and again as the rule's fix would leave it. Nothing of the
-user's code is imported into devlint's process; probes and scripts run in subprocesses with a timeout and a
-scratch working directory.
+user's code is imported into devlint's process, and probes never run the user's expressions (only
+``--run`` executes the user's script, in a copy of its project). Probes and scripts run in subprocesses of
+their own session (process group) with a timeout, killed as a group when it passes, in a scratch working
+directory: a ``torch.py`` or ``torch/`` of the linted project cannot shadow the installed torch (the scratch
+directory is empty and PYTHONPATH entries inside the working directory are dropped), and a torch found
+inside the working directory (outside any site-packages) is an error.
 
-Targets: ``cpu`` (this machine, evidence on the CPU), ``cuda`` / ``mps`` (evidence placed on that
-accelerator, when present) and ``no-gpu`` (CUDA hidden with CUDA_VISIBLE_DEVICES="", what a laptop or a CI
-runner sees).
+Targets, named by what the probe ran with:
+
+- ``cpu``: the CPU device selected: torch's default device set to ``"cpu"``, GPU evidence left on the CPU
+  and every CUDA/ROCm GPU hidden (``CUDA_VISIBLE_DEVICES=""``, ``HIP_VISIBLE_DEVICES=""``), so that nothing
+  in the probe can reach a GPU even on a machine that has one (MPS cannot be hidden from the environment: on
+  a Mac the ``cpu`` probe's evidence stays on the CPU, but a hard-coded ``"mps"`` would still run);
+- ``cuda`` / ``mps`` (when present): GPU evidence placed on that accelerator, the GPUs visible;
+- ``no-gpu``: CUDA hidden with ``CUDA_VISIBLE_DEVICES=""`` and torch's defaults otherwise: what the program
+  sees on a laptop or a CI runner without a GPU (on torch 2.13 its verdicts agree with ``cpu``'s; it is kept
+  as the machine-level view, the column scripts and ``--run`` are usually read by).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -27,6 +44,7 @@ from typing import Any, TypedDict
 from devlint import notebook
 from devlint.diagnostics import Finding, Position, StrEnum
 from devlint.probes import Needs, Probe, evidence_examples, probe_for
+from devlint.progress import Progress
 from devlint.rules import all_rules
 
 
@@ -42,10 +60,14 @@ class Verdict(StrEnum):
 
 CONFIRMED, NOT_REPRODUCED, INCONCLUSIVE = Verdict.CONFIRMED, Verdict.NOT_REPRODUCED, Verdict.INCONCLUSIVE
 MARK = "DEVLINT-RESULT "
+START = "DEVLINT-START "
+GRACE_S = 2  # after a probe's own SIGALRM timeout, how long before its process group is killed
+STARTUP_S = 60  # on top of the timeout: how long `import torch` may take before the first probe starts
 
-# The harness every probe runs in: each probe's body in its own function, its outcome one JSON line.
-_HARNESS = '''
-import json, signal, sys, traceback, warnings
+# The harness every probe runs in: each probe's body in its own function, its outcome one JSON line (and a
+# START line before it, which the parent times the probe from: a probe that ignores SIGALRM is killed).
+_HARNESS = """
+import json, os, signal, sys, traceback, warnings
 warnings.simplefilter("ignore")
 def _out(key, status, detail="", result=None):
     data = {"key": key, "status": status, "detail": detail, "result": result}
@@ -58,11 +80,20 @@ try:
 except Exception as exc:
     _out(None, "error", f"cannot import torch: {exc}")
     sys.exit(0)
+_where = os.path.realpath(torch.__file__)
+_installed = {"site-packages", "dist-packages"} & set(_where.split(os.sep))
+for _root in PROJECT_ROOTS:
+    if _where.startswith(os.path.join(_root, "")) and not _installed:
+        _out(None, "error", f"torch would be imported from {_where}, inside the project: not the installed torch")
+        sys.exit(0)
 ACCEL = ACCEL_VALUE
+if DEFAULT_DEVICE_VALUE is not None:
+    torch.set_default_device(DEFAULT_DEVICE_VALUE)
 TIMEOUT = TIMEOUT_VALUE
 PROBES = []
 PROBE_DEFS
 for _key, _fn in PROBES:
+    print("DEVLINT-START " + json.dumps(_key), flush=True)
     signal.alarm(TIMEOUT)
     try:
         _result = _fn()
@@ -73,7 +104,7 @@ for _key, _fn in PROBES:
         _out(_key, "raised", (type(exc).__name__ + ": " + str(exc)).strip().splitlines()[0][:500])
     finally:
         signal.alarm(0)
-'''
+"""
 
 
 class ProbeResult(TypedDict):
@@ -85,11 +116,24 @@ class ProbeResult(TypedDict):
     result: Any  # a JSON value
 
 
+# the environment variables that hide every CUDA (and ROCm) GPU from torch
+HIDE_GPUS = (("CUDA_VISIBLE_DEVICES", ""), ("HIP_VISIBLE_DEVICES", ""))
+
+
 @dataclass(frozen=True)
 class Target:
+    """Where a probe runs: ``accel``, the accelerator GPU evidence is placed on (None: it stays on the CPU);
+    ``env``, settings of the probe's environment; ``default_device``, torch's default device in the probe
+    (``torch.set_default_device``; None: torch's own)."""
+
     name: str
     accel: str | None  # where GPU evidence is placed
     env: tuple[tuple[str, str], ...] = ()
+    default_device: str | None = None
+
+
+CPU = Target("cpu", None, HIDE_GPUS, "cpu")
+NO_GPU = Target("no-gpu", None, (("CUDA_VISIBLE_DEVICES", ""),))
 
 
 @dataclass
@@ -120,63 +164,205 @@ def torch_available() -> bool:
         return False
 
 
-def detect_targets(timeout: int = 120) -> list[Target]:
-    """The targets this machine has, asked of a fresh interpreter (devlint's own process never imports torch)."""
-    code = ("import json, torch; print(json.dumps({'cuda': torch.cuda.is_available(), "
-            "'mps': bool(getattr(torch.backends, 'mps', None) and torch.backends.mps.is_available())}))")
-    try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
-        info = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
-        raise VerifyError(f"cannot start torch to find the devices: {exc}") from None
-    targets = [Target("cpu", None)]
+def _project_roots() -> list[str]:
+    """Directories a probe must not import torch from: the working directory devlint runs in."""
+    return [os.path.realpath(os.getcwd())]
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == root or real.startswith(os.path.join(root, "")) for root in roots)
+
+
+def child_env(target: Target) -> dict[str, str]:
+    """The environment of a probe (or of the device question) on ``target``: the target's settings, no
+    bytecode written, and PYTHONPATH without relative entries or entries inside the project (a ``torch.py``
+    there must not shadow the installed torch)."""
+    env = {**os.environ, **dict(target.env), "PYTHONDONTWRITEBYTECODE": "1"}
+    if "PYTHONPATH" in env:
+        roots = _project_roots()
+        kept = [p for p in env["PYTHONPATH"].split(os.pathsep) if p and os.path.isabs(p) and not _inside(p, roots)]
+        if kept:
+            env["PYTHONPATH"] = os.pathsep.join(kept)
+        else:
+            del env["PYTHONPATH"]
+    return env
+
+
+_DEVICES = """
+import json, os, sys
+import torch
+print(json.dumps({"cuda": torch.cuda.is_available(), "torch": os.path.realpath(torch.__file__),
+                  "mps": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())}))
+"""
+
+
+def device_info(timeout: int = 120) -> dict[str, Any]:
+    """What a fresh interpreter's torch finds here: {"cuda": bool, "mps": bool, "torch": torch's __init__.py},
+    asked in a scratch directory (devlint's own process never imports torch)."""
+    with tempfile.TemporaryDirectory(prefix="devlint-probe-") as scratch:
+        try:
+            proc = subprocess.run([sys.executable, "-c", _DEVICES], capture_output=True, text=True, cwd=scratch,
+                                  timeout=timeout, env=child_env(Target("devices", None)),
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+            info: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+            tail = locals().get("proc")
+            why = tail.stderr.strip().splitlines()[-1] if isinstance(tail, subprocess.CompletedProcess) and \
+                tail.stderr.strip() else str(exc)
+            raise VerifyError(f"cannot start torch to find the devices: {why}") from None
+    where = str(info.get("torch", ""))
+    if _inside(where, _project_roots()) and not {"site-packages", "dist-packages"} & set(where.split(os.sep)):
+        raise VerifyError(f"torch would be imported from {where}, inside the project: install torch "
+                          "(pip install 'devlint[verify]') rather than a local torch module")
+    return info
+
+
+def targets_for(info: dict[str, Any]) -> list[Target]:
+    """The targets of a machine whose torch answered ``info`` (:func:`device_info`)."""
+    targets = [CPU]
     if info.get("cuda"):
         targets.append(Target("cuda", "cuda"))
     if info.get("mps"):
         targets.append(Target("mps", "mps"))
-    targets.append(Target("no-gpu", None, (("CUDA_VISIBLE_DEVICES", ""),)))
+    targets.append(NO_GPU)
     return targets
 
 
-def _program(probes: list[tuple[str, str]], accel: str | None, timeout: int) -> str:
+def detect_targets(timeout: int = 120) -> list[Target]:
+    """The targets this machine has, asked of a fresh interpreter (devlint's own process never imports torch)."""
+    return targets_for(device_info(timeout))
+
+
+def program(probes: list[tuple[str, str]], target: Target, timeout: int) -> str:
+    """The program that runs (key, body) ``probes`` on ``target``."""
     defs = []
     for i, (key, body) in enumerate(probes):
         defs.append(f"def _p{i}():\n    RESULT = None\n{textwrap.indent(body, '    ')}\n    return RESULT\n"
                     f"PROBES.append(({key!r}, _p{i}))")
-    return (_HARNESS.replace("ACCEL_VALUE", repr(accel)).replace("TIMEOUT_VALUE", str(int(timeout)))
-            .replace("PROBE_DEFS", "\n".join(defs)))
+    return (_HARNESS.replace("ACCEL_VALUE", repr(target.accel))
+            .replace("DEFAULT_DEVICE_VALUE", repr(target.default_device))
+            .replace("PROJECT_ROOTS", repr(_project_roots()))
+            .replace("TIMEOUT_VALUE", str(int(timeout))).replace("PROBE_DEFS", "\n".join(defs)))
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    """Kill ``proc``'s whole process group (its session: started with ``start_new_session``), children and
+    all; nothing is left behind even when the process ignores SIGALRM or SIGTERM."""
+    _kill(proc)
+    proc.wait()
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _reader(stream: Any, lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
 
 
 def run_probes(probes: list[tuple[str, str]], target: Target, timeout: int) -> dict[str, ProbeResult]:
-    """Run (key, body) probes in one fresh interpreter on ``target``; key -> {"status", "detail", "result"}.
-    A probe that hangs is stopped after ``timeout`` seconds; a process that dies loses only what it had not
-    reported."""
-    if not probes:
-        return {}
-    env = {**os.environ, **dict(target.env), "PYTHONDONTWRITEBYTECODE": "1"}
+    """Run (key, body) probes in fresh interpreters on ``target``; key -> {"status", "detail", "result"}.
+    A probe that hangs is stopped by SIGALRM after ``timeout`` seconds, or, when it ignores that, its process
+    group is killed :data:`GRACE_S` later and the probes after it run in a new process. A process that dies
+    loses only the probe it was running."""
     results: dict[str, ProbeResult] = {}
-    with tempfile.TemporaryDirectory(prefix="devlint-probe-") as scratch:
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-c", _program(probes, target.accel, timeout)], cwd=scratch, env=env,
-                capture_output=True, text=True, timeout=timeout * len(probes) + 60,
-            )
-            out, err = proc.stdout, proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            err = "the probe process timed out"
-        for line in out.splitlines():
-            if line.startswith(MARK):
-                data = json.loads(line[len(MARK):])
-                if data["key"] is None:
-                    raise VerifyError(data["detail"])
-                results[data["key"]] = data
-    for key, _ in probes:
-        if key not in results:
-            tail = (err or "").strip().splitlines()[-1:] or ["no output"]
-            status = "timeout" if "timed out" in tail[0] else "died"
-            results[key] = {"status": status, "detail": tail[0], "result": None}
+    remaining = list(probes)
+    while remaining:
+        stopped, err = _run_batch(remaining, target, timeout, results)
+        if stopped is None:  # died or ended outside any probe: what is left did not run
+            for key, _ in remaining:
+                if key not in results:
+                    tail = err.strip().splitlines()[-1:] or ["no output"]
+                    results[key] = {"status": "died", "detail": tail[0], "result": None}
+            break
+        remaining = [(k, b) for k, b in remaining if k not in results]
     return results
+
+
+def _run_batch(probes: list[tuple[str, str]], target: Target, timeout: int,
+               results: dict[str, ProbeResult]) -> tuple[str | None, str]:
+    """One process running ``probes`` in order, its reports added to ``results``. Returns the key of the
+    probe it was stopped or died in (None: it ended, or failed before any probe) and its stderr."""
+    with tempfile.TemporaryDirectory(prefix="devlint-probe-") as scratch:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", program(probes, target, timeout)], cwd=scratch, env=child_env(target),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )
+        watch = _Watch(proc, timeout, results)
+        try:
+            killed = watch.run()
+        finally:
+            kill_group(proc)
+        err = "".join(watch.errors)
+        if killed:
+            return watch.current, err
+        if watch.current is not None:  # the process died inside this probe
+            tail = err.strip().splitlines()[-1:] or [f"the probe process died (exit {proc.returncode})"]
+            results[watch.current] = {"status": "died", "detail": tail[0], "result": None}
+        return watch.current, err
+
+
+class _Watch:
+    """Reads a probe process's reports as they come and times each probe from its START line."""
+
+    def __init__(self, proc: subprocess.Popen[str], timeout: int, results: dict[str, ProbeResult]) -> None:
+        self.proc, self.timeout, self.results = proc, timeout, results
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.errors: list[str] = []
+        self.current: str | None = None  # the probe running now
+        self.deadline = time.monotonic() + timeout + STARTUP_S
+        self.ended: float | None = None  # when the process exited (its output may still be in the pipe)
+        threading.Thread(target=_reader, args=(proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=lambda: self.errors.extend(proc.stderr or ()), daemon=True).start()
+
+    def run(self) -> bool:
+        """Read until the output ends; True when a probe overran its time and the process was killed."""
+        while True:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                if self._waiting():
+                    continue
+                return self._overdue()
+            if line is None:
+                return False
+            self._take(line)
+
+    def _waiting(self) -> bool:
+        """Whether to go on waiting for output."""
+        if self.proc.poll() is not None:
+            self.ended = self.ended or time.monotonic()
+            _kill(self.proc)  # a child it left holding the pipe open
+            return time.monotonic() - self.ended < 5
+        return time.monotonic() < self.deadline
+
+    def _overdue(self) -> bool:
+        _kill(self.proc)
+        if self.current is None or self.ended is not None:
+            if self.ended is None:
+                self.errors.append(f"the probe process did not start within {self.timeout + STARTUP_S} s\n")
+            return False
+        self.results[self.current] = {"status": "timeout", "result": None,
+                                      "detail": f"timed out after {self.timeout} s (its process was killed)"}
+        return True
+
+    def _take(self, line: str) -> None:
+        if line.startswith(START):
+            self.current = json.loads(line[len(START):])
+        elif line.startswith(MARK):
+            data = json.loads(line[len(MARK):])
+            if data["key"] is None:
+                raise VerifyError(data["detail"])
+            self.results[data["key"]] = data
+            self.current = None
+        else:
+            return
+        self.deadline = time.monotonic() + self.timeout + GRACE_S
 
 
 def _judge_before(probe: Probe, target: Target, raw: ProbeResult) -> Outcome:
@@ -208,12 +394,16 @@ def _absent(probe: Probe, target: Target) -> str | None:
     return None
 
 
-def verify_findings(findings: list[Finding], targets: list[Target], timeout: int) -> list[Verified]:
+def verify_findings(findings: list[Finding], targets: list[Target], timeout: int,
+                    progress: bool | None = None) -> list[Verified]:
+    """Each finding's probe, and its fixed probe, on each target. ``progress``: show the probes run per
+    target on the terminal (None: when stderr and stdout are terminals, see devlint.progress; False for
+    machine output)."""
     verified, probes, keys = _prepare(findings)
     # run: shared probes batched per target, isolated ones alone; identical probes once
     outcomes: dict[tuple[str, str, str], Outcome] = {}
     for target in targets:
-        outcomes.update(_run_on(probes, target, timeout))
+        outcomes.update(_run_on(probes, target, timeout, progress))
     for v, key in zip(verified, keys, strict=True):
         if key is None:
             continue
@@ -259,11 +449,15 @@ def _batches(probes: dict[str, Probe], target: Target) -> list[list[tuple[str, s
     return batches
 
 
-def _run_on(probes: dict[str, Probe], target: Target, timeout: int) -> dict[tuple[str, str, str], Outcome]:
+def _run_on(probes: dict[str, Probe], target: Target, timeout: int,
+            progress: bool | None = None) -> dict[tuple[str, str, str], Outcome]:
     """Run ``probes`` on ``target``: (key, target, "b" before / "a" after the fix) -> outcome."""
     raw: dict[str, ProbeResult] = {}
-    for batch in _batches(probes, target):
-        raw.update(run_probes(batch, target, timeout))
+    batches = [b for b in _batches(probes, target) if b]
+    with Progress(f"devlint verify: probes on {target.name}", sum(map(len, batches)), enabled=progress) as shown:
+        for batch in batches:
+            raw.update(run_probes(batch, target, timeout))
+            shown.advance(len(batch))
     outcomes: dict[tuple[str, str, str], Outcome] = {}
     for k, p in probes.items():
         why = _absent(p, target)
@@ -281,7 +475,8 @@ def _run_on(probes: dict[str, Probe], target: Target, timeout: int) -> dict[tupl
 MatrixRow = tuple[str, dict[str, Any], str, dict[str, Outcome], dict[str, Outcome]]
 
 
-def rule_matrix(targets: list[Target], timeout: int, codes: set[str] | None = None) -> list[MatrixRow]:
+def rule_matrix(targets: list[Target], timeout: int, codes: set[str] | None = None,
+                progress: bool | None = None) -> list[MatrixRow]:
     """Every (selected) rule's own evidence probes on every target: (code, evidence, note, before, after)."""
     findings = []
     nowhere = Position(0, 0)
@@ -291,7 +486,7 @@ def rule_matrix(targets: list[Target], timeout: int, codes: set[str] | None = No
         for evidence in evidence_examples(code):
             findings.append(Finding(code, "", nowhere, nowhere, evidence=evidence))
     return [(v.finding.code, v.finding.evidence.to_json() if v.finding.evidence else {}, v.note, v.before, v.after)
-            for v in verify_findings(findings, targets, timeout)]
+            for v in verify_findings(findings, targets, timeout, progress)]
 
 
 # --- whole scripts -----------------------------------------------------------------------------
@@ -314,25 +509,76 @@ class RunOutcome:
 
 
 def run_script(path: str, target: Target, timeout: int) -> RunOutcome:
+    """Run ``path`` as ``python NAME`` in its directory on ``target`` (its environment settings: the ``cpu``
+    and ``no-gpu`` targets hide the GPUs), in a session of its own: at the timeout the whole process group
+    is killed."""
     env = {**os.environ, **dict(target.env), "PYTHONDONTWRITEBYTECODE": "1"}
     cwd = os.path.dirname(os.path.abspath(path))
+    proc = subprocess.Popen([sys.executable, os.path.basename(path)], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        proc = subprocess.run([sys.executable, os.path.basename(path)], cwd=cwd, env=env, capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        _, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        kill_group(proc)
         return RunOutcome(target.name, None, f"timed out after {timeout} s")
-    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    finally:
+        _kill(proc)  # whatever it started and left running
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
     return RunOutcome(target.name, proc.returncode, lines[-1].strip() if lines and proc.returncode else "")
+
+
+# directories never copied with a script's project (besides the default excludes: virtualenvs, caches, VCS)
+_NOT_COPIED = ("__pycache__", "*.egg-info")
+MAX_PROJECT_BYTES = 1 << 30  # a project larger than this (not counting what is not copied) is not copied
+
+
+def project_root(path: str) -> str:
+    """The directory tree ``verify --run`` copies with the script at ``path``: the configured project root
+    (the directory of the nearest pyproject.toml with [tool.devlint]) when the script is inside it, else the
+    script's own directory."""
+    from devlint.config import find_config
+
+    here = os.path.dirname(os.path.realpath(path))
+    found = find_config([path])
+    if found is not None:
+        root = os.path.dirname(os.path.realpath(found))
+        if here == root or here.startswith(os.path.join(root, "")):
+            return root
+    return here
+
+
+def copy_project(path: str, scratch: str) -> str:
+    """Copy the project of the script at ``path`` (:func:`project_root`) into ``scratch``, leaving out
+    virtualenvs, caches and VCS directories (devlint's default excludes) and keeping symbolic links as links;
+    the path of the script's copy."""
+    from devlint.config import DEFAULT_EXCLUDE
+
+    root = project_root(path)
+    ignore = shutil.ignore_patterns(*DEFAULT_EXCLUDE, *_NOT_COPIED)
+    size = 0
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in ignore(directory, dirs)]
+        for name in files:
+            try:
+                size += os.lstat(os.path.join(directory, name)).st_size
+            except OSError:
+                continue
+        if size > MAX_PROJECT_BYTES:
+            raise VerifyError(f"--run: the project of {path} ({root}) is over {MAX_PROJECT_BYTES >> 20} MB; "
+                              "run the script from a smaller directory or configure a project root")
+    copy_root = os.path.join(scratch, os.path.basename(root) or "project")
+    shutil.copytree(root, copy_root, symlinks=True, ignore=ignore)
+    return os.path.join(copy_root, os.path.relpath(os.path.realpath(path), root))
 
 
 def verify_script(path: str, targets: list[Target], timeout: int,
                   fix: Callable[[str], int]) -> list[tuple[RunOutcome, RunOutcome, int]]:
-    """Run a copy of the script before and after ``fix(copy_path) -> fixes applied`` on each target. A
-    notebook (.ipynb) runs as the script of its code cells in order (:func:`notebook_script`)."""
+    """Run the script before and after ``fix(copy_path) -> fixes applied`` on each target, in a copy of its
+    project (:func:`copy_project`: its sibling modules import as they do at home; the original is never
+    written). A notebook (.ipynb) runs as the script of its code cells in order (:func:`notebook_script`)."""
     out = []
     with tempfile.TemporaryDirectory(prefix="devlint-run-") as scratch:
-        copy = os.path.join(scratch, os.path.basename(path))
-        shutil.copy(path, copy)
+        copy = copy_project(path, scratch)
         script = notebook_script(copy) if notebook.is_notebook(copy) else copy
         befores = [run_script(script, t, timeout) for t in targets]
         fixed = fix(copy)

@@ -6,6 +6,7 @@ Every test here that runs probes or scripts starts fresh interpreters that impor
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -219,3 +220,331 @@ def test_cuda_path(tmp_path, targets_detected_once):
     hard = d[("aliases.py", 7, "DEV001")]  # layer.to("cuda")
     assert hard["targets"]["no-gpu"]["verdict"] == "confirmed"
     assert hard["targets"]["cuda"]["verdict"] == "not reproduced"
+
+
+
+# --- targets: named by what the probe ran with -------------------------------------------------------------
+SITE_TORCH = "/opt/py/lib/python3.11/site-packages/torch/__init__.py"
+
+
+def fake_machine(monkeypatch, **info):
+    """`devlint verify` on a machine whose torch answers ``info`` (no GPU here: the detection is faked)."""
+    from devlint import verify
+
+    monkeypatch.setattr(verify, "device_info", lambda timeout=120: {"cuda": False, "mps": False,
+                                                                     "torch": SITE_TORCH, **info})
+
+
+@pytest.mark.parametrize(("info", "names"), [
+    ({}, ["cpu", "no-gpu"]), ({"cuda": True}, ["cpu", "cuda", "no-gpu"]), ({"mps": True}, ["cpu", "mps", "no-gpu"]),
+])
+def test_targets_are_named_by_what_the_probe_ran_with(monkeypatch, info, names):
+    from devlint.verify import child_env, detect_targets, program
+
+    fake_machine(monkeypatch, **info)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # a GPU machine's setting: only `cpu`/`no-gpu` override it
+    targets = {t.name: t for t in detect_targets()}
+    assert list(targets) == names
+    cpu = targets["cpu"]
+    # the cpu probe: the CPU device selected, every CUDA/ROCm GPU hidden, GPU evidence left on the CPU
+    assert child_env(cpu)["CUDA_VISIBLE_DEVICES"] == "" and child_env(cpu)["HIP_VISIBLE_DEVICES"] == ""
+    cpu_program = program([("k", "RESULT = 1")], cpu, 5)
+    assert "ACCEL = None\n" in cpu_program
+    assert "torch.set_default_device('cpu')" in cpu_program
+    assert child_env(targets["no-gpu"])["CUDA_VISIBLE_DEVICES"] == ""
+    assert "ACCEL = None\n" in program([("k", "RESULT = 1")], targets["no-gpu"], 5)
+    for accel in ("cuda", "mps"):
+        if accel in targets:
+            # GPU evidence placed on the accelerator, which stays visible as the machine set it
+            assert f"ACCEL = {accel!r}\n" in program([("k", "RESULT = 1")], targets[accel], 5)
+            assert child_env(targets[accel])["CUDA_VISIBLE_DEVICES"] == "0"
+            assert targets[accel].default_device is None
+
+
+def test_probes_per_target_on_a_faked_gpu_machine(monkeypatch, tmp_path):
+    """Which probe runs on which target, with what: on a (faked) CUDA machine the GPU-only DEV002 probe runs
+    on `cuda` alone, DEV004's on `cuda` alone, the grad probe everywhere."""
+    from devlint import verify
+
+    fake_machine(monkeypatch, cuda=True)
+    ran = []
+
+    def fake_run(probes, target, timeout):
+        ran.append((target.name, dict(target.env), target.accel, [k.split("|")[0] + k.split('"')[1] for k, _ in probes]))
+        return {k: {"key": k, "status": "raised", "detail": "RuntimeError: x", "result": None} for k, _ in probes}
+
+    monkeypatch.setattr(verify, "run_probes", fake_run)
+    src = tmp_path / "t.py"
+    src.write_text("import os\nimport torch\ng = torch.ones(2, requires_grad=True)\ng.numpy()\n"
+                   "d = torch.zeros(2, device='cuda')\nd.numpy()\ntorch.cuda.device_count()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n")
+    result = CliRunner().invoke(main, ["verify", "--output-format", "json", str(src)], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    per_target = {}
+    for name, env, accel, keys in ran:
+        per_target.setdefault(name, (env, accel, []))[2].extend(keys)
+    assert per_target["cpu"][:2] == ({"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}, None)
+    assert per_target["cuda"][:2] == ({}, "cuda")
+    assert per_target["no-gpu"][:2] == ({"CUDA_VISIBLE_DEVICES": ""}, None)
+    assert sorted(per_target["cuda"][2]) == ["aDEV001", "aDEV002", "aDEV002", "aDEV004", "bDEV001", "bDEV002", "bDEV002",
+                                             "bDEV004"]
+    for name in ("cpu", "no-gpu"):
+        assert sorted(per_target[name][2]) == ["aDEV001", "aDEV002", "bDEV001", "bDEV002"]
+    rows = json.loads(result.output)
+    assert list(rows[0]["targets"]) == ["cpu", "cuda", "no-gpu"]
+
+
+# --- probes are built from facts, never from the flagged code ------------------------------------------------
+PAYLOAD = '__import__("os").system("touch PWNED")'
+
+
+def _calls_import(code: str) -> bool:
+    import ast
+
+    return any(isinstance(n, ast.Name) and n.id == "__import__" for n in ast.walk(ast.parse(code)))
+
+
+def test_dev001_evidence_holds_facts_not_source():
+    from devlint.engine import lint_text
+    from devlint.probes import probe_for
+    from devlint.rules import select_rules
+    from devlint.rules.dev001_hardcoded_cuda import CudaEvidence
+
+    src = f"import torch\nm = torch.nn.Linear(2, 2)\nm.cuda({PAYLOAD})\nm.cuda(1)\nm.cuda(device=0x2)\n"
+    findings = lint_text(src, "x.py", select_rules({"DEV001"})).findings
+    assert [(f.start.row, f.evidence) for f in findings] == [
+        (3, CudaEvidence(cuda_call=True)), (4, CudaEvidence(cuda_call=True, cuda_index=1)),
+        (5, CudaEvidence(cuda_call=True, cuda_index=2))]
+    probes = [probe_for(f) for f in findings]
+    assert [p.before for p in probes] == ["torch.nn.Linear(2, 2).cuda()", "torch.nn.Linear(2, 2).cuda(1)",
+                                          "torch.nn.Linear(2, 2).cuda(2)"]
+    assert probes[1].after == "torch.nn.Linear(2, 2).to('cuda:1' if torch.cuda.is_available() else 'cpu')"
+
+
+def test_no_probe_runs_an_expression_put_in_its_evidence():
+    """Every probe module, fed evidence whose every string field is an expression that would run code: the
+    probe is refused (None) or its program holds that text as inert data at most (no call of __import__)."""
+    import dataclasses
+    import typing
+
+    from devlint.probes import probe_module
+    from devlint.rules import all_rules
+
+    checked = 0
+    for code in all_rules():
+        module = probe_module(code)
+        if module is None:
+            continue
+        for example in module.EVIDENCE:
+            hints = typing.get_type_hints(type(example))
+            for f in dataclasses.fields(example):
+                if "str" not in str(hints[f.name]):
+                    continue
+                for payload in (PAYLOAD, f"'cpu'){PAYLOAD}#", f'"cuda:0"\n{PAYLOAD}'):
+                    probe = module.probe(dataclasses.replace(example, **{f.name: payload}))
+                    checked += 1
+                    if probe is None:
+                        continue
+                    for body in (probe.before, probe.after or ""):
+                        assert not _calls_import(body), (code, f.name, body)
+    assert checked >= 30
+
+
+@pytest.mark.slow
+def test_verify_never_runs_the_flagged_expression(tmp_path, targets_detected_once):
+    marker = tmp_path / "PWNED"
+    src = tmp_path / "train.py"
+    src.write_text(f"import torch\nm = torch.nn.Linear(2, 2)\nm.cuda(__import__('os').system('touch {marker}'))\n")
+    d = verify_json(str(src))
+    assert d[("train.py", 3, "DEV001")]["targets"]["no-gpu"]["verdict"] == "confirmed"
+    assert not marker.exists()
+
+
+# --- a torch of the project is never imported by a probe --------------------------------------------------------
+def _shadowing_project(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    marker = tmp_path / "local-torch-imported"
+    shadow = f"open({str(marker)!r}, 'w').write('imported')\nraise SystemExit('a local torch')\n"
+    (project / "torch.py").write_text(shadow)
+    (project / "pkg" / "torch").mkdir()
+    (project / "pkg" / "torch" / "__init__.py").write_text(shadow)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([".", str(project / "pkg"), ""]))
+    return marker
+
+
+@pytest.mark.slow
+def test_a_local_torch_is_not_imported_by_probes(tmp_path, monkeypatch):
+    from devlint.verify import CPU, device_info
+
+    marker = _shadowing_project(tmp_path, monkeypatch)
+    results = run_probes([("where", "RESULT = torch.__file__")], CPU, timeout=30)
+    assert results["where"]["status"] == "ok", results
+    assert "site-packages" in results["where"]["result"] or "dist-packages" in results["where"]["result"]
+    assert device_info()["torch"] == os.path.realpath(results["where"]["result"])
+    assert not marker.exists()
+
+
+def test_a_torch_inside_the_project_is_an_error(tmp_path, monkeypatch):
+    """A torch the probe's interpreter would import from inside the project (not an installed one) stops
+    verify with a clear error (exit 2)."""
+    from devlint import verify
+
+    (tmp_path / "torch").mkdir()
+    monkeypatch.chdir(tmp_path)
+    answer = json.dumps({"cuda": False, "mps": False, "torch": str(tmp_path / "torch" / "__init__.py")})
+    monkeypatch.setattr(verify.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, answer + "\n", ""))
+    with pytest.raises(verify.VerifyError, match="inside the project"):
+        verify.device_info()
+    monkeypatch.setattr(verify, "torch_available", lambda: True)
+    result = CliRunner().invoke(main, ["verify", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "torch would be imported from" in result.output
+
+
+def test_pythonpath_inside_the_project_is_dropped(tmp_path, monkeypatch):
+    from devlint.verify import NO_GPU, child_env
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([".", str(tmp_path / "src"), "", "/opt/site"]))
+    assert child_env(NO_GPU)["PYTHONPATH"] == "/opt/site"
+    monkeypatch.setenv("PYTHONPATH", "src")
+    assert "PYTHONPATH" not in child_env(NO_GPU)
+
+
+# --- a probe that ignores SIGALRM is killed with its process group ---------------------------------------------
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for a reaper that never comes (PID 1 of a container) is not running
+        return " Z " not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:4]
+    except OSError:
+        return True
+
+
+@pytest.mark.slow
+def test_a_probe_ignoring_sigalrm_is_killed_with_its_children(tmp_path):
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    stubborn = ("import signal, subprocess, sys, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+                f"open({str(pidfile)!r}, 'w').write(str(child.pid))\ntime.sleep(300)")
+    start = time.monotonic()
+    results = run_probes([("stubborn", stubborn), ("after", "RESULT = 2 + 2")], Target("cpu", None), timeout=2)
+    elapsed = time.monotonic() - start
+    assert results["stubborn"] == {"status": "timeout", "result": None,
+                                   "detail": "timed out after 2 s (its process was killed)"}
+    assert results["after"]["result"] == 4  # the probes after it ran in a new process
+    assert elapsed < 120  # two interpreters importing torch, 2 s + the grace; not the 300 s it asked for
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child)
+
+
+# --- progress on a terminal, never in pipes or machine output -------------------------------------------------
+def _fake_probe_run(monkeypatch):
+    from devlint import verify
+
+    fake_machine(monkeypatch)
+    monkeypatch.setattr(verify, "torch_available", lambda: True)
+    monkeypatch.setattr(verify, "run_probes", lambda probes, target, timeout: {
+        k: {"key": k, "status": "raised", "detail": "RuntimeError: Invalid device string: 'cuda:1,2'", "result": None}
+        for k, _ in probes})
+
+
+def test_no_progress_in_pipes_or_machine_output(monkeypatch):
+    _fake_probe_run(monkeypatch)
+    monkeypatch.delenv("DEVLINT_PROGRESS", raising=False)
+    target = str(FIX / "DEV003" / "invalid.py")
+    for fmt in ("text", "json"):
+        result = CliRunner().invoke(main, ["verify", "--output-format", fmt, target])
+        assert result.exit_code == 1, result.output
+        assert "probes on" not in result.output and "\r" not in result.output
+    monkeypatch.setenv("DEVLINT_PROGRESS", "1")  # forced: shown on stderr for text, still never for JSON
+    text = CliRunner().invoke(main, ["verify", target])
+    # 19 probes per target: the 10 findings' distinct probes, flagged and fixed; each line erased when done
+    assert text.stderr == "".join(f"\r\x1b[Kdevlint verify: probes on {t}: 0/19\r\x1b[Kdevlint verify: probes on {t}: "
+                                  f"19/19\r\x1b[K" for t in ("cpu", "no-gpu"))
+    assert "probes on" not in text.stdout
+    data = CliRunner().invoke(main, ["verify", "--output-format", "json", target])
+    assert data.stderr == "" and json.loads(data.stdout)
+
+
+def test_progress_shows_on_a_terminal():
+    import pty
+
+    code = ("from devlint.progress import Progress\nimport sys\n"
+            "with Progress('devlint verify: probes on cpu', 2, interval=0) as p:\n    p.advance(); p.advance()\n"
+            "print('report')\n")
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("DEVLINT_PROGRESS", "TERM")}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait()
+    os.close(master)
+    text = out.decode()
+    assert "\r\x1b[Kdevlint verify: probes on cpu: 1/2" in text
+    assert "\r\x1b[Kdevlint verify: probes on cpu: 2/2\r\x1b[Kreport" in text
+    piped = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert piped.stdout == "report\n" and piped.stderr == ""
+
+
+# --- --run: a copy of the script's project ----------------------------------------------------------------------
+def _project(tmp_path):
+    root = tmp_path / "proj"
+    (root / "scripts").mkdir(parents=True)
+    (root / ".venv").mkdir()
+    (root / ".venv" / "big.bin").write_text("x")
+    (root / "pyproject.toml").write_text("[tool.devlint]\n")
+    (root / "scripts" / "settings.py").write_text("SIZE = 3\n")
+    (root / "scripts" / "train.py").write_text(
+        "import torch\nfrom settings import SIZE\nx = torch.zeros(SIZE).cuda()\nprint(x.sum())\n")
+    return root
+
+
+def test_run_copies_the_configured_project(tmp_path):
+    from devlint.verify import copy_project, project_root
+
+    root = _project(tmp_path)
+    script = root / "scripts" / "train.py"
+    assert project_root(str(script)) == str(root)
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "a.py").write_text("")
+    assert project_root(str(tmp_path / "loose" / "a.py")) == str(tmp_path / "loose")  # no config: its folder
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    copy = Path(copy_project(str(script), str(scratch)))
+    assert copy == scratch / "proj" / "scripts" / "train.py"
+    assert (copy.parent / "settings.py").read_text() == "SIZE = 3\n"
+    assert (scratch / "proj" / "pyproject.toml").exists()
+    assert not (scratch / "proj" / ".venv").exists()  # virtualenvs and caches are not copied
+
+
+@pytest.mark.slow
+def test_run_imports_the_scripts_sibling_module(tmp_path, verify_targets, monkeypatch):
+    no_gpu = [t for t in verify_targets if t.name == "no-gpu"]
+    monkeypatch.setattr("devlint.verify.detect_targets", lambda timeout=120: list(no_gpu))
+    root = _project(tmp_path)
+    script = root / "scripts" / "train.py"
+    result = CliRunner().invoke(main, ["verify", "--run", str(script), "--output-format", "json", "--timeout", "120"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.output)
+    assert run["before"]["error"] in NO_CUDA_ERRORS  # it got past `from settings import SIZE`
+    assert run["after"] == {"returncode": 0, "error": ""}
+    assert run["fixes_applied"] == 1
+    assert "cuda()" in script.read_text()  # the original is untouched

@@ -12,8 +12,14 @@ EVIDENCE = (
 )
 
 
-def probe(evidence: NumpyEvidence) -> Probe:
-    make = f"t = torch.ones(2, requires_grad={evidence.grad})"
+# what the fix may insert before .numpy(): the probe writes one of these, never the finding's own text
+INSERTS = frozenset({".detach()", ".cpu()", ".detach().cpu()"})
+
+
+def probe(evidence: NumpyEvidence) -> Probe | None:
+    if evidence.insert not in INSERTS:
+        return None
+    make = f"t = torch.ones(2, requires_grad={bool(evidence.grad)})"
     move = "\nt = t.to(ACCEL) if ACCEL else t" if evidence.gpu else ""
     what = " and ".join(w for w, on in (("requires grad", evidence.grad), ("lives on a GPU", evidence.gpu)) if on)
     return Probe(

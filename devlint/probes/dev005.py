@@ -11,6 +11,9 @@ the GPU). Loading it without ``map_location`` then raises torch's own error; wit
 
 from __future__ import annotations
 
+import ast
+
+from devlint import devices
 from devlint.probes import Probe
 from devlint.rules.dev005_torch_load_map_location import CheckpointEvidence
 
@@ -63,18 +66,32 @@ else:
 _buf.seek(0)
 '''
 
+LOADERS = frozenset({"torch.load", "torch.jit.load"})
 _DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 
 
-def probe(evidence: CheckpointEvidence) -> Probe:
+def _location(map_location: str) -> str | None:
+    """The fix's map_location as probe code: a device-string literal (checked against torch's device grammar)
+    or the program's ``device`` variable (any other name); None for anything else."""
+    if map_location[:1] in ("'", '"'):
+        try:
+            value = ast.literal_eval(map_location)
+        except (ValueError, SyntaxError):
+            return None
+        return repr(value) if isinstance(value, str) and devices.is_valid(value) else None
+    return "device" if map_location.isidentifier() else None
+
+
+def probe(evidence: CheckpointEvidence) -> Probe | None:
+    if evidence.loader not in LOADERS:
+        return None
     jit = evidence.loader == "torch.jit.load"
     setup = _SCRIPTED if jit else _SAVED
     call = "torch.jit.load(_buf" if jit else "torch.load(_buf"
     after = None
     if evidence.map_location is not None:
-        quoted = evidence.map_location[:1] in ("'", '"')  # "cpu"; else a device variable of the program
-        device = "" if quoted else _DEVICE
-        location = evidence.map_location if quoted else "device"
-        after = f"{setup}{device}{call}, map_location={location})\n"
+        location = _location(evidence.map_location)
+        if location is not None:
+            after = f"{setup}{_DEVICE if location == 'device' else ''}{call}, map_location={location})\n"
     return Probe(f"{setup}{call})\n", after, EXPECT,
                  note=f"{evidence.loader} of a checkpoint saved on a GPU")

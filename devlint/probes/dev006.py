@@ -30,8 +30,10 @@ EVIDENCE = tuple(CudaCallEvidence(call) for call in (
     "torch.cuda.reset_peak_memory_stats", "torch.accelerator.synchronize", "torch.cuda.device"))
 
 
-def probe(evidence: CudaCallEvidence) -> Probe:
+def probe(evidence: CudaCallEvidence) -> Probe | None:
     name = evidence.call
+    if name not in devices.CUDA_ONLY_API and name not in devices.CUDA_ONLY_CONTEXTS:
+        return None  # only the CUDA-only APIs devlint knows are called, with the arguments above
     call = f"{name}({_ARGS.get(name, '')})"
     statement = f"with {call}:\n    pass" if name in devices.CUDA_ONLY_CONTEXTS else call
     check = devices.availability_check(name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from devlint import devices
 from devlint.probes import Needs, Probe
 from devlint.rules.dev008_discarded_tensor_move import DiscardedMoveEvidence
 
@@ -49,8 +50,8 @@ def _setup(evidence: DiscardedMoveEvidence) -> tuple[str, str, Needs | None, str
 
 
 def probe(evidence: DiscardedMoveEvidence) -> Probe | None:
-    if evidence.method == "xpu":
-        return None  # an Intel GPU: no target of devlint verify has one
+    if evidence.method == "xpu" or evidence.method not in devices.TENSOR_COPY_METHODS:
+        return None  # an Intel GPU (no target of devlint verify has one), or no tensor method devlint knows
     make, call, needs, note = _setup(evidence)
     before = (
         f"x = {make}\n_was = {_STATE}\n{call}\n_now = {_STATE}\n_copy = {call}\n"

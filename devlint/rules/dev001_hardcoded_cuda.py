@@ -31,10 +31,13 @@ _ERROR = '"Torch not compiled with CUDA enabled"'
 
 @dataclass(frozen=True)
 class CudaEvidence(Evidence):
-    """A hard-coded device string (``device``) or a ``.cuda(...)`` call with these arguments (``cuda_args``)."""
+    """A hard-coded device string (``device``), or a ``.cuda(...)`` call (``cuda_call``) with its literal
+    device index when it has one (``cuda_index``; None: none, or an expression the probe does not run).
+    Facts only: a probe never runs the flagged code's own expressions."""
 
     device: str | None = None
-    cuda_args: str | None = None
+    cuda_call: bool = False
+    cuda_index: int | None = None
 
 
 class HardcodedCuda(Rule):
@@ -315,7 +318,7 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
                 f".cuda() crashes without a GPU ({_ERROR}); use .to(device) with a device chosen by "
                 f"torch.cuda.is_available()",
                 self._fix_cuda_call(ctx, call),
-                evidence=CudaEvidence(cuda_args="".join(ctx.code(a) for a in call.args)),
+                evidence=CudaEvidence(cuda_call=True, cuda_index=_literal_index(call)),
             )
 
     def _fix_string(self, ctx: Context, node: cst.SimpleString, value: str, kind: UseKind) -> Fix | None:
@@ -375,6 +378,12 @@ def _cuda_index(call: cst.Call) -> cst.Integer | Literal[False] | None:
         else:
             return False
     return index
+
+
+def _literal_index(call: cst.Call) -> int | None:
+    """The device index of ``.cuda(N)`` as an int (None: no literal index)."""
+    index = _cuda_index(call)
+    return int(index.value, 0) if isinstance(index, cst.Integer) else None  # a Python literal: 1, 0x1, 1_0
 
 
 def _default_of(ctx: Context, string: cst.BaseExpression) -> cst.Param | None:
