@@ -3,8 +3,8 @@
 - **Diagnostics** on open, change and save of a Python file, and of a notebook through LSP 3.17's notebook
   document sync (its code cells linted as one module, as ``devlint x.ipynb`` does; each cell gets its own).
 - **Code actions** per finding: its fix (a quickfix; an unsafe fix says so), and "Disable CODE for this line"
-  (a ``# noqa: CODE`` comment, merged into one already there); ``source.fixAll.devlint`` applies every safe
-  fix to the document.
+  (a ``# noqa: CODE`` comment where ``devlint --add-noqa`` writes it, merged into one already there);
+  ``source.fixAll.devlint`` applies every safe fix to the document.
 - **Configuration**: the ``[tool.devlint]`` of the pyproject.toml nearest to each document (as
   ``devlint PATH`` finds it): ``select``, ``extend-select``, ``ignore``, ``per-file-ignores``. Read again on
   each lint, so an edited configuration applies at the next change.
@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import io
 import os
-import re
-import tokenize
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,10 +30,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from devlint import __version__, notebook
+from devlint.addnoqa import add_noqa
 from devlint.config import Config, ConfigError, expand_codes, resolve
 from devlint.diagnostics import SYNTAX_ERROR, Applicability, Edit, Finding, Fix, Position
 from devlint.engine import fix_text, lint_text, syntax_finding
-from devlint.noqa import ALL, noqa_lines
 from devlint.project import Project
 from devlint.rules import all_rules
 from devlint.rules.base import Rule
@@ -203,50 +200,23 @@ def fix_title(finding: Finding, fix: Fix) -> str:
     return f"devlint ({finding.code}): {what}{unsafe}"
 
 
-_NOQA_CODES = re.compile(r"(#\s*noqa:\s*)([A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
-
-
-_FSTRING_START = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+: an f-string is several tokens
-_FSTRING_END = getattr(tokenize, "FSTRING_END", None)
-
-
-def noqa_row(text: str, finding: Finding) -> int | None:
-    """Where a ``# noqa`` for ``finding`` goes: its first row, else its last (devlint reads a noqa comment on
-    either), where a comment can end the line: not inside a multi-line string, not after a backslash."""
-    blocked: set[int] = set()
-    fstrings: list[int] = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
-                blocked.update(range(tok.start[0], tok.end[0]))
-            elif _FSTRING_START is not None and tok.type == _FSTRING_START:
-                fstrings.append(tok.start[0])
-            elif _FSTRING_END is not None and tok.type == _FSTRING_END and fstrings:
-                blocked.update(range(fstrings.pop(), tok.end[0]))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+def noqa_edit(text: str, finding: Finding) -> tuple[int, int, int, str] | None:
+    """The edit that puts ``finding``'s code in a ``# noqa`` comment as ``devlint --add-noqa`` writes it: (row,
+    start and end column (0-based) in that line, replacement); None when the line already suppresses it or no
+    comment can go on its lines."""
+    new, changed = add_noqa(text, [finding])
+    if not changed:
         return None
-    lines = split_lines(text)
-    for row in (finding.start.row, finding.end.row):
-        if 1 <= row <= len(lines) and row not in blocked and not lines[row - 1].rstrip("\r\n").endswith("\\"):
-            return row
+    for row, (old_line, new_line) in enumerate(zip(split_lines(text), split_lines(new), strict=False), 1):
+        if old_line != new_line:
+            old_body, new_body = old_line.rstrip("\r\n"), new_line.rstrip("\r\n")
+            start = 0
+            while start < min(len(old_body), len(new_body)) and old_body[start] == new_body[start]:
+                start += 1
+            while start > 0 and old_body[start - 1].isalnum():  # replace whole codes, not their tails
+                start -= 1
+            return row, start, len(old_body), new_body[start:]
     return None
-
-
-def noqa_edit(lines: list[str], row: int, code: str) -> tuple[int, int, str] | None:
-    """(row, column, replacement of the rest of the line from that column) that makes line ``row`` carry
-    ``# noqa: code``, merged into a ``# noqa: ...`` already there; None when the line already suppresses it."""
-    text = "".join(lines)
-    existing = noqa_lines(text).get(row)
-    if existing is not None and (existing is ALL or code in existing):
-        return None
-    line = lines[row - 1]
-    body = line.rstrip("\r\n")
-    if existing is not None:
-        match = _NOQA_CODES.search(body)
-        if match is not None:
-            codes = [c for c in re.split(r"[\s,]+", match.group(2)) if c]
-            return row, match.start(2), ", ".join([*codes, code]) + body[match.end(2):]
-    return row, len(body), f"  # noqa: {code}"
 
 
 # --- the server ----------------------------------------------------------------------------------------
@@ -394,20 +364,14 @@ class DevlintServer(LanguageServer):
                                        new_text=e.content) for d, e in edits if d == doc]
                     for doc in dict.fromkeys(d for d, _ in edits)
                 }, docs)))
-        if finding.code in all_rules():
-            lines = docs[uri][0]
-            row = noqa_row(text, finding)
-            noqa = noqa_edit(lines, row, finding.code) if row is not None else None
-            if noqa is not None:
-                row, column, new = noqa
-                line = lines[row - 1].rstrip("\r\n")
-                start = Position(row, column + 1)
-                end = Position(row, len(line) + 1)
-                actions.append(lsp.CodeAction(
-                    title=f"devlint ({finding.code}): Disable {finding.code} for this line",
-                    kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
-                    edit=self.workspace_edit({uri: [lsp.TextEdit(range=_range(lines, start, end, self.encoding),
-                                                                 new_text=new)]}, docs)))
+        noqa = noqa_edit(text, finding) if finding.code in all_rules() else None
+        if noqa is not None:
+            row, first, last, new = noqa
+            where = _range(docs[uri][0], Position(row, first + 1), Position(row, last + 1), self.encoding)
+            actions.append(lsp.CodeAction(
+                title=f"devlint ({finding.code}): Disable {finding.code} for this line",
+                kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag],
+                edit=self.workspace_edit({uri: [lsp.TextEdit(range=where, new_text=new)]}, docs)))
         return actions
 
     def workspace_edit(self, changes: dict[str, list[lsp.TextEdit]], docs: Docs) -> lsp.WorkspaceEdit:

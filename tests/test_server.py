@@ -306,8 +306,8 @@ def test_noqa_action_merges_and_suppresses(client, workspace):
     client.open(path, text)
     noqa = next(a for a in client.actions(path, 2) if "Disable" in a["title"])
     assert noqa["edit"]["documentChanges"][0]["edits"] == [
-        {"range": _range(2, 35, 2, 41), "newText": "DEV006, DEV001"}]
-    merged = "import torch\n\nx = torch.zeros(3).cuda()  # noqa: DEV006, DEV001\n"
+        {"range": _range(2, 35, 2, 41), "newText": "DEV001, DEV006"}]  # as --add-noqa merges: sorted
+    merged = "import torch\n\nx = torch.zeros(3).cuda()  # noqa: DEV001, DEV006\n"
     assert client.change(path, merged, 2)["diagnostics"] == []
     assert client.actions(path, 2) == []
 
