@@ -470,3 +470,59 @@ def availability_check(qualname: str) -> str:
     """The availability call that guards ``qualname``: ``torch.accelerator.is_available`` for the
     device-generic API, ``torch.cuda.is_available`` for the rest."""
     return "torch.accelerator.is_available" if qualname.startswith("torch.accelerator.") else "torch.cuda.is_available"
+
+
+# --- float64 on Apple's MPS device (DEV007) ---------------------------------------------------------------------
+# Apple's MPS framework has no float64: allocating a float64 tensor on the mps device (a factory, a move, a cast)
+# raises, from empty_mps (aten/src/ATen/mps/EmptyTensor.cpp, MPS_ERROR_DOUBLE_NOT_SUPPORTED; torch's own test
+# lists quote it, torch/testing/_internal/common_methods_invocations.py):
+MPS_DEVICE = "mps"
+MPS_FLOAT64_ERROR = ("TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support "
+                     "float64. Please use float32 instead.")
+MPS_TRIGGER = re.compile(rb"mps")  # every DEV007 finding needs an "mps" string literal
+# The device types a variable may hold where it is chosen by availability ("cuda" if ... else "mps" if ... else
+# "cpu"): on a Mac, CUDA is never available, so such a variable is mps there.
+MPS_CHOICE_TYPES = frozenset({"mps", "cpu", "cuda"})
+FLOAT64_DTYPES = frozenset({"torch.float64", "torch.double"})
+FLOAT64_TENSOR_TYPES = frozenset({"torch.DoubleTensor"})  # legacy constructor of float64 CPU tensors
+FLOAT64_METHOD = "double"  # Tensor.double() / Module.double()
+FLOAT32_METHOD = "float"
+DTYPE_KEYWORD = "dtype"
+DEFAULT_DTYPE_SETTER = "torch.set_default_dtype"
+# torch.<factory>(...) with no dtype= gives the default float dtype (float64 after set_default_dtype(float64)) ...
+DEFAULT_FLOAT_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "linspace", "logspace", "eye"})
+# ... and these only when their data / fill value / bounds are Python floats (ints give int64)
+INFERRING_FACTORIES = frozenset({"tensor", "as_tensor", "full", "arange"})
+# torch factories that take a NumPy array's dtype when no dtype= is given
+FROM_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "from_numpy"})
+# Tensor methods that keep the dtype (and the device)
+DTYPE_KEEPING_METHODS = frozenset({
+    "unsqueeze", "squeeze", "view", "reshape", "permute", "transpose", "contiguous", "clone", "detach", "flatten",
+    "t", "pin_memory", "requires_grad_", "expand", "repeat",
+})
+# NumPy: what makes an array float64
+NUMPY_FLOAT64_DTYPES = frozenset({"numpy.float64", "numpy.double", "numpy.float_"})
+NUMPY_FLOAT64_STRINGS = frozenset({"float64", "f8", "<f8", "double", "float", "d"})
+# NumPy functions whose result is float64 when no dtype= is given (np.zeros(3), np.random.rand(2, 2), ...)
+NUMPY_FLOAT64_FUNCS = frozenset({
+    "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.eye", "numpy.identity", "numpy.linspace", "numpy.logspace",
+    "numpy.loadtxt", "numpy.genfromtxt", "numpy.random.rand", "numpy.random.randn", "numpy.random.random",
+    "numpy.random.random_sample", "numpy.random.uniform", "numpy.random.normal", "numpy.random.standard_normal",
+})
+# NumPy functions whose dtype= decides the result's dtype, and those that infer it from a literal
+NUMPY_DTYPE_FUNCS = NUMPY_FLOAT64_FUNCS | frozenset({"numpy.array", "numpy.asarray", "numpy.full", "numpy.arange"})
+NUMPY_ARRAY_FUNCS = frozenset({"numpy.array", "numpy.asarray"})
+NUMPY_DTYPE_KEEPING_METHODS = frozenset({"reshape", "transpose", "copy", "squeeze", "flatten", "ravel"})
+# NumPy functions whose result is float64 for a float64 argument, and NumPy's float constants
+NUMPY_FLOAT_UFUNCS = frozenset({f"numpy.{name}" for name in (
+    "sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "abs", "tanh", "square", "cumsum", "sort")})
+NUMPY_FLOAT_CONSTANTS = frozenset({"numpy.pi", "numpy.e"})
+NUMPY_CAST_METHOD = "astype"
+
+
+def is_mps_device(value: str) -> bool:
+    """A valid mps device string ("mps", "mps:0")."""
+    try:
+        return parse_device(value).type == MPS_DEVICE
+    except InvalidDeviceString:
+        return False

@@ -119,7 +119,8 @@ def test_rules_matrix(targets_detected_once):
     result = CliRunner().invoke(main, ["verify", "--rules", "--output-format", "json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert {r["code"] for r in rows} == {"DEV001", "DEV002", "DEV003", "DEV004", "DEV005", "DEV006", "DEV008"}
+    assert {r["code"] for r in rows} == {"DEV001", "DEV002", "DEV003", "DEV004", "DEV005", "DEV006", "DEV007",
+                                         "DEV008"}
     for r in rows:
         if r["code"] == "DEV003":
             assert {o["verdict"] for o in r["targets"].values()} == {"confirmed"}
@@ -132,6 +133,16 @@ def test_rules_matrix(targets_detected_once):
             assert r["targets"]["cpu"]["verdict"] == "confirmed", r
             assert r["targets"]["cpu"]["detail"].startswith("x stayed on cpu as torch.float")
             assert {o["verdict"] for o in r["fixed"].values()} == {"clean"}
+    # DEV007: only MPS raises; on the CPU the probe shows the flagged code's tensor is float64 (inconclusive)
+    dev007 = rows_of(rows, "DEV007")
+    assert {r["evidence"]["kind"] for r in dev007} == {"factory", "to_dtype", "move", "numpy", "numpy_tensor", "cast",
+                                                       "default_dtype"}
+    for r in dev007:
+        assert r["targets"]["cpu"] == {"verdict": "inconclusive", "detail": (
+            "the code makes a torch.float64 tensor (built on cpu here); only an MPS device raises the TypeError")}, r
+        if "mps" in r["targets"]:
+            assert r["targets"]["mps"]["verdict"] == "confirmed", r
+        assert {o["verdict"] for o in r["fixed"].values()} == {"clean"}, r
     dev004 = next(r for r in rows if r["code"] == "DEV004")
     if not HAS_CUDA:
         assert dev004["targets"]["cpu"]["verdict"] == "inconclusive"
@@ -220,7 +231,6 @@ def test_cuda_path(tmp_path, targets_detected_once):
     hard = d[("aliases.py", 7, "DEV001")]  # layer.to("cuda")
     assert hard["targets"]["no-gpu"]["verdict"] == "confirmed"
     assert hard["targets"]["cuda"]["verdict"] == "not reproduced"
-
 
 
 # --- targets: named by what the probe ran with -------------------------------------------------------------
