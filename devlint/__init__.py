@@ -1,3 +1,3 @@
 """devlint: find and fix PyTorch device bugs."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

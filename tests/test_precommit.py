@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,3 +111,50 @@ def test_hook_with_no_python_files_staged(repo, home):
     result = _pre_commit(repo, home)  # only staged files: none of them Python
     assert result.returncode == 0, result.stdout + result.stderr
     assert "(no files to check)Skipped" in result.stdout
+
+
+# --- the README's snippet, as written, and `pre-commit try-repo` -------------------------------------------------
+NOTEBOOK = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                       "source": ["import torch\n", "x = torch.zeros(2).cuda()"]}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _project(repo):
+    """A notebook with a finding, a clean module, and a file with a finding under `extend-exclude`."""
+    (repo / "pyproject.toml").write_text('[tool.devlint]\nextend-exclude = ["legacy/"]\n')
+    (repo / "train.ipynb").write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
+    (repo / "ok.py").write_text("import torch\nx = torch.zeros(2)\n")
+    (repo / "legacy").mkdir()
+    (repo / "legacy" / "old.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    _git(repo, "add", ".")
+
+
+def _one_report(result):
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "train.ipynb:cell 1:2:5: DEV001 .cuda() crashes without a GPU" in out
+    assert "legacy" not in out  # named by pre-commit, excluded by --force-exclude
+    assert out.count("Found 1 error.") == 1  # one devlint process, one summary
+
+
+def test_readme_snippet_works_as_written(repo, home, hook_repo):
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"## pre-commit\n\n```yaml\n(.*?)```", readme, re.S).group(1)
+    rev = _git(hook_repo, "rev-parse", "HEAD").stdout.strip()
+    config = re.sub(r"(- repo: )\S+", lambda m: m.group(1) + str(hook_repo), block, count=1)
+    config = re.sub(r"(rev: )\S+", lambda m: m.group(1) + rev, config, count=1)
+    # only the two lines a user adapts differ from the README's block
+    assert [a for a, b in zip(block.splitlines(), config.splitlines(), strict=True) if a != b] == [
+        "  - repo: https://github.com/OWNER/devlint   # where you host devlint", "    rev: v0.2.0"]
+    (repo / ".pre-commit-config.yaml").write_text(config)
+    _project(repo)
+    _one_report(_pre_commit(repo, home, "--all-files"))
+
+
+def test_try_repo(repo, home, hook_repo):
+    _project(repo)
+    exe = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
+    result = subprocess.run([exe, "try-repo", str(hook_repo), "devlint", "--all-files"], cwd=repo,
+                            capture_output=True, text=True, env={**os.environ, "PRE_COMMIT_HOME": str(home)},
+                            timeout=600)
+    _one_report(result)
