@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-
 import sys
 import threading
 import traceback
@@ -215,10 +214,17 @@ def _anchored(text: str, span: tuple[int, int], edit: Edit) -> bool:
 def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, list[int]]:
     """Apply every fix whose edits do not overlap an earlier one; return the text and the indices applied."""
     chosen = _choose(text, fixes)
-    edits = sorted((edit for _, group in chosen for edit in group), key=lambda c: (c[0], c[1]), reverse=True)
+    # In source order (stable: insertions at one point keep their order, as one by one from the end did),
+    # joined once: rebuilding the text per edit was quadratic in the number of fixes.
+    edits = sorted((edit for _, group in chosen for edit in group), key=lambda c: (c[0], c[1]))
+    parts: list[str] = []
+    done = 0
     for start, end, content in edits:
-        text = text[:start] + content + text[end:]
-    return text, sorted(i for i, _ in chosen)
+        parts.append(text[done:start])
+        parts.append(content)
+        done = end
+    parts.append(text[done:])
+    return "".join(parts), sorted(i for i, _ in chosen)
 
 
 def _parses(text: str, original_error: str | None) -> bool:

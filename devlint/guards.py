@@ -77,6 +77,7 @@ class Guards:
         self._name_polarity: dict[str, Polarity] = {}
         self._requires: dict[tuple[int, int], bool] = {}
         self._entered: dict[int, bool] = {}
+        self._indices: dict[int, dict[int, int]] = {}
         # a test module marked GPU-only, or a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy)
         # or the project's own CUDA kernels
         self.module_guarded = any(
@@ -427,10 +428,26 @@ class Guards:
             return any(_catches_device_errors(h) for h in anc.handlers)
         if isinstance(anc, cst.ExceptHandler) and child is anc.body:
             return self._out_of_memory_fallback(anc)
-        if isinstance(anc, (cst.IndentedBlock, cst.Module)) and child in anc.body:
-            first = self._first_guard_index(anc, anc.body)
-            return first is not None and next(i for i, s in enumerate(anc.body) if s is child) > first
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+            return self._after_guard(anc, child)
         return False
+
+    def _after_guard(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
+        """Is ``child`` a statement of ``block`` after one that guards what follows it?"""
+        index = self._statement_index(block).get(id(child))
+        if index is None:
+            return False
+        first = self._first_guard_index(block, block.body)
+        return first is not None and index > first
+
+    def _statement_index(self, block: cst.IndentedBlock | cst.Module) -> dict[int, int]:
+        """Each statement of ``block`` by identity -> its index (a dict per block: a scan per ask was
+        quadratic in a long function)."""
+        key = id(block)
+        found = self._indices.get(key)
+        if found is None:
+            found = self._indices[key] = {id(stmt): i for i, stmt in enumerate(block.body)}
+        return found
 
 
 def _strings(expr: cst.BaseExpression) -> list[str]:
