@@ -24,7 +24,7 @@ else:
 
 _SHOWN = 60  # a call longer than this is not quoted in the message
 # a condition that tells devices apart: the code under it runs on one device only (not provably mps)
-_DEVICE_TEST = re.compile(r"mps|cuda|cpu|gpu|accelerat|device|\.type\b", re.IGNORECASE)
+_DEVICE_TEST = re.compile(r"mps|cuda|cpu|gpu|accelerat|device|darwin|platform|\.type\b", re.IGNORECASE)
 _CYCLE = ""  # what a name's own binding (x = x.unsqueeze(0)) says of it while it is being judged
 _NONE: frozenset[str] = frozenset()
 
@@ -77,7 +77,8 @@ something else on another); a device that is cuda, cpu, a parameter, `args.devic
 variable with an assignment that is not such a choice; `.float()` before the move
 (`torch.from_numpy(a).float().to(device)`); a move with a `dtype=` that is not float64
 (`x.to(device, dtype=torch.float32)`); and, where the device is a variable, code under an `if` (or a
-conditional expression) that tests the device or the platform (`if device.type != "mps": x = x.double()`).
+conditional expression) that tests the device or the platform (`if device.type != "mps": x = x.double()`,
+`if sys.platform != "darwin":`).
 '''
     doc_why = '''
 MPS has no 64-bit floating point type, and PyTorch refuses to allocate a float64 tensor on the mps device: the
@@ -110,7 +111,8 @@ Precision beats recall, so a good share of the real cases is left out:
   call is of unknown dtype (`torch.tensor(df.values)`, `batch["x"].to(device)`), and so is a NumPy array from
   `pd.read_csv(...).values`, `np.load` or arithmetic with another array of unknown dtype;
 - a device in `args.device`, `self.device`, a parameter or a config is not followed, nor is
-  `torch.set_default_device("mps")` (factories without `device=` then land on mps);
+  `torch.set_default_device("mps")` or `with torch.device("mps"):` (factories without `device=` then land on
+  mps); a name that some function declares `global` or `nonlocal` is not followed at all;
 - `torch.set_default_dtype(torch.float64)` counts only as a module-level statement, the file's only call of it,
   and before the module-level code it affects (functions are taken to run after it);
 - a tensor accumulated on mps and cast later (`running_corrects += torch.sum(preds == labels);
@@ -211,6 +213,8 @@ class _Judge:
         self.ctx = ctx
         self.table = bindings(ctx)
         self.default_f64 = self._default_float64()
+        # names some function declares global or nonlocal: rebound where this cannot see (``global device``)
+        self.declared = set().union(*(scope.declared for scope in self.table.scopes.values()))
 
     # --- sites ------------------------------------------------------------------------------------------
     def site(self, call: cst.Call) -> tuple[str, str, Fix | None] | None:
@@ -347,6 +351,8 @@ class _Judge:
         cycle gives an empty list: it adds nothing)."""
         if name.value in seen:
             return []
+        if name.value in self.declared:
+            return None
         scope = self.table.resolve(name, name.value)
         if scope is None:
             return None
@@ -477,7 +483,7 @@ class _Judge:
         if qn in devices.NUMPY_FLOAT64_FUNCS:
             return shown
         if qn in devices.NUMPY_FLOAT_UFUNCS and len(call.args) == 1:
-            return self._np_f64(call.args[0].value, seen) or None
+            return self._np_f64(call.args[0].value, seen)  # "" when the argument is the name being judged
         if qn in devices.NUMPY_ARRAY_FUNCS and call.args and _float_literal(call.args[0].value):
             return shown
         return None
