@@ -554,7 +554,13 @@ def copy_project(path: str, scratch: str) -> str:
     from devlint.config import DEFAULT_EXCLUDE
 
     root = project_root(path)
-    ignore = shutil.ignore_patterns(*DEFAULT_EXCLUDE, *_NOT_COPIED)
+    patterns = shutil.ignore_patterns(*DEFAULT_EXCLUDE, *_NOT_COPIED)
+    scratch_real = os.path.realpath(scratch)
+
+    def ignore(directory: str, names: list[str]) -> set[str]:  # and the scratch directory (a script in /tmp)
+        skipped = set(patterns(directory, names))
+        return skipped | {n for n in names if os.path.realpath(os.path.join(directory, n)) == scratch_real}
+
     size = 0
     for directory, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in ignore(directory, dirs)]

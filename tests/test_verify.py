@@ -558,3 +558,16 @@ def test_run_imports_the_scripts_sibling_module(tmp_path, verify_targets, monkey
     assert run["after"] == {"returncode": 0, "error": ""}
     assert run["fixes_applied"] == 1
     assert "cuda()" in script.read_text()  # the original is untouched
+
+
+
+def test_run_never_copies_the_copy(tmp_path):
+    """A script whose folder holds the scratch directory (a script in /tmp) is copied without it."""
+    from devlint.verify import copy_project
+
+    (tmp_path / "a.py").write_text("print(1)\n")
+    scratch = tmp_path / "devlint-run-x"
+    scratch.mkdir()
+    copy = Path(copy_project(str(tmp_path / "a.py"), str(scratch)))
+    assert copy == scratch / tmp_path.name / "a.py"
+    assert sorted(p.name for p in copy.parent.iterdir()) == ["a.py"]
