@@ -59,7 +59,8 @@ Finds a tensor whose dtype is provably float64 created on, moved to or cast on A
   `torch.tensor(a, device=device)` where `a` is a float64 NumPy array (`np.zeros(...)`, `np.ones`,
   `np.random.rand/randn/uniform/normal`, `np.linspace`, `np.loadtxt`, `np.array([0.5, 1.0])` of float literals,
   `dtype=np.float64` / `"float64"` / `float`, `.astype(np.float64)`, and arithmetic of such an array with
-  numbers), or a name every assignment of which is one of those;
+  numbers), or a name every assignment of which is one of those; a `.float()` after the move
+  (`torch.from_numpy(a).to(device).float()`) comes too late: the move raises first;
 - a cast on mps: `x.double()` / `x.to(torch.float64)` of a tensor made on mps;
 - after a module-level `torch.set_default_dtype(torch.float64)` (the file's only call of it), a float factory
   on mps with no `dtype=` (`torch.zeros(3, device="mps")`, `torch.tensor([0.5], device="mps")`) or the move of
@@ -174,6 +175,9 @@ early cell counts for the cells after it. The finding names its cell (`nb.ipynb:
                 't = torch.tensor(labels, device="mps:0")\n',
                 fixed='import torch\nimport numpy as np\nlabels = np.array([0.0, 1.0, 1.0])\n'
                       't = torch.tensor(labels, device="mps:0", dtype=torch.float32)\n'),
+        Invalid('import torch\nimport numpy as np\nx = torch.from_numpy(np.zeros(3)).to("mps").float()\n',
+                fixed='import torch\nimport numpy as np\n'
+                      'x = torch.from_numpy(np.zeros(3)).float().to("mps").float()\n'),
         Invalid('import torch\nx = torch.randn(8, device="mps")\ny = x.double()\n',
                 fixed='import torch\nx = torch.randn(8, device="mps")\ny = x.float()\n'),
         Invalid('import torch\ntorch.set_default_dtype(torch.float64)\nx = torch.zeros(3, device="mps")\n',
