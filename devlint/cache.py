@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -79,6 +80,29 @@ def code_digest() -> str:
     return _CODE_DIGEST
 
 
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """A descriptor of the regular file at ``path``, opened without blocking (a FIFO or device put where a
+    cache file goes would block ``open`` or never end a read), else OSError."""
+    fd = os.open(path, flags | _NONBLOCK | getattr(os, "O_NOCTTY", 0), 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_regular(path: str) -> bytes:
+    with os.fdopen(_open_regular(path, os.O_RDONLY), "rb") as fh:
+        return fh.read()
+
+
 @contextlib.contextmanager
 def _locked(path: str) -> Iterator[None]:
     """An exclusive advisory lock (POSIX ``flock``) for the read-merge-write of the cache file; without
@@ -88,7 +112,7 @@ def _locked(path: str) -> Iterator[None]:
     except ImportError:
         yield
         return
-    with open(path, "a") as fh:
+    with os.fdopen(_open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -96,10 +120,29 @@ def _locked(path: str) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+def _makedirs(directory: str) -> None:
+    """``os.makedirs(directory, exist_ok=True)`` without its recursion (a path of a thousand levels would
+    raise RecursionError); OSError when a component is no directory or the path is too long."""
+    missing = []
+    head = os.path.abspath(directory)
+    while not os.path.isdir(head):
+        parent = os.path.dirname(head)
+        if parent == head:
+            break
+        missing.append(head)
+        head = parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not os.path.isdir(path):
+                raise NotADirectoryError(f"{path}: not a directory") from None
+
+
 def _make_cache_dir(directory: str) -> None:
     """The cache directory, marked like ruff's: a ``.gitignore`` of ``*`` keeps it out of ``git add .`` and of
     pre-commit's view, a ``CACHEDIR.TAG`` keeps it out of backups."""
-    os.makedirs(directory, exist_ok=True)
+    _makedirs(directory)
     for name, text in ((".gitignore", "# Automatically created by devlint.\n*\n"),
                        ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
                                         "# This file is a cache directory tag created by devlint.\n")):
@@ -118,9 +161,8 @@ def _deps_unchanged(deps: object) -> bool:
         return False
     for path, expected in deps.items():
         try:
-            with open(path, "rb") as fh:
-                if digest(fh.read()) != expected:
-                    return False
+            if digest(_read_regular(path)) != expected:
+                return False
         except OSError:
             return False
     return True
@@ -144,8 +186,7 @@ class Cache:
 
     def _read(self) -> dict[str, object]:
         try:
-            with open(self.file, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = json.loads(_read_regular(self.file))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}

@@ -12,6 +12,8 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
+from devlint.interrupt import held
+
 _BOM = codecs.BOM_UTF8
 
 
@@ -114,6 +116,11 @@ def write_fixed(path: str, old: bytes, new: bytes) -> None:
     - No temporary file stays behind on any error; a directory where it cannot be created (not writable)
       is reported as such. (Encoding, BOM and line endings are the caller's: ``new`` is written as given.)
     """
+    with held():  # Ctrl-C or SIGTERM acts once the file is written (or left as it was), no temporary file left
+        _write_fixed(path, old, new)
+
+
+def _write_fixed(path: str, old: bytes, new: bytes) -> None:
     try:
         target = os.path.realpath(path, strict=True)
         st = os.stat(target)
