@@ -351,6 +351,27 @@ def test_a_bad_configuration_is_shown_and_the_defaults_apply(client, workspace):
                                 "code or prefix 'NOPE' (using the defaults)")
 
 
+def test_saving_the_configuration_lints_open_files_again(client, workspace):
+    folder = workspace / "reconfigured"
+    folder.mkdir()
+    config = folder / "pyproject.toml"
+    config.write_text("[tool.devlint]\n")
+    path = folder / "train.py"
+    assert [d["code"] for d in client.open(path, BOTH)["diagnostics"]] == ["DEV003", "DEV001"]
+    config.write_text('[tool.devlint]\nignore = ["DEV003"]\n')
+    client.notify("textDocument/didSave", {"textDocument": {"uri": config.as_uri()}})
+    assert [d["code"] for d in client.wait("textDocument/publishDiagnostics", path.as_uri())["diagnostics"]] == [
+        "DEV001"]
+
+
+def test_an_unsaved_document_is_linted(client):
+    uri = "untitled:Untitled-1"
+    client.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "python", "version": 1, "text": CUDA}})
+    published = client.wait("textDocument/publishDiagnostics", uri)
+    assert [(d["code"], d["range"]) for d in published["diagnostics"]] == [("DEV001", _range(2, 4, 2, 25))]
+
+
 def test_notebook_cells(client, workspace):
     nb = (workspace / "demo.ipynb").as_uri()
     cells = [(f"{nb}#cell{i}", kind, text) for i, (kind, text) in enumerate([
