@@ -9,7 +9,8 @@ from typing import NoReturn
 import click
 
 from devlint import __version__, report
-from devlint.config import Config, ConfigError, expand_codes, resolve
+from devlint.config import Config, ConfigError, check_device_fallback, expand_codes, resolve
+from devlint.context import DEVICE_FALLBACKS, Settings
 from devlint.diagnostics import Finding
 from devlint.rules import all_rules
 from devlint.runner import Options, RunResult, run
@@ -38,6 +39,11 @@ def main() -> None:
     """
 
 
+_DEVICE_FALLBACK_HELP = ("What fixes write to choose a device: cuda-cpu, cuda-mps-cpu or accelerator "
+                         "(torch.accelerator, torch >= 2.6). Default: [tool.devlint] device-fallback, else "
+                         "cuda-cpu (the mps chain in a file that mentions mps).")
+
+
 def _split(values: tuple[str, ...]) -> list[str]:
     return [part for value in values for part in value.split(",") if part.strip()]
 
@@ -61,15 +67,18 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Where the cache lives (default: .devlint_cache beside the config).")
 @click.option("--no-prefilter", is_flag=True,
               help="Parse every file, also those with none of the rules' trigger tokens.")
+@click.option("--device-fallback", metavar="|".join(DEVICE_FALLBACKS), help=_DEVICE_FALLBACK_HELP)
 def check(paths: tuple[str, ...], fix: bool, unsafe_fixes: bool, diff: bool, select: tuple[str, ...],
           extend_select: tuple[str, ...], ignore: tuple[str, ...], exit_zero: bool, statistics: bool,
           output_format: str, quiet: bool, config_file: str | None, jobs: int | None, no_cache: bool,
-          cache_dir: str | None, no_prefilter: bool) -> None:
+          cache_dir: str | None, no_prefilter: bool, device_fallback: str | None) -> None:
     """Lint PATHS (default: the current directory)."""
     config, codes = _check_config(config_file, paths, select, extend_select, ignore)
+    settings = _settings(config, device_fallback)
     try:
         options = Options(select=codes, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, prefilter=not no_prefilter,
-                          cache_dir=_cache_dir(config, no_cache, cache_dir), jobs=jobs or os.cpu_count() or 1)
+                          cache_dir=_cache_dir(config, no_cache, cache_dir), jobs=jobs or os.cpu_count() or 1,
+                          settings=settings)
         result = run(list(paths), config, options)
     except Exception as exc:  # noqa: BLE001 - an internal error: say so, exit 2
         click.echo(f"devlint: internal error: {type(exc).__name__}: {exc}", err=True)
@@ -104,6 +113,17 @@ def _check_config(config_file: str | None, paths: tuple[str, ...], select: tuple
         click.echo(f"devlint: error: {exc}", err=True)
         sys.exit(2)
     return config, codes
+
+
+def _settings(config: Config, device_fallback: str | None) -> Settings:
+    """What the rules are told: the command line's choice over the configuration's; a bad value exits 2."""
+    try:
+        if device_fallback is not None:
+            check_device_fallback(device_fallback, "--device-fallback")
+    except ConfigError as exc:
+        click.echo(f"devlint: error: {exc}", err=True)
+        sys.exit(2)
+    return Settings(device_fallback=device_fallback or config.device_fallback)
 
 
 def _cache_dir(config: Config, no_cache: bool, cache_dir: str | None) -> str | None:
@@ -171,8 +191,9 @@ def _resolve_codes(config: Config, select: tuple[str, ...], extend_select: tuple
 @click.option("--ignore", multiple=True, help="Codes or prefixes to leave out.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--config", "config_file", type=click.Path(), help="Use this pyproject.toml / TOML file.")
+@click.option("--device-fallback", metavar="|".join(DEVICE_FALLBACKS), help=_DEVICE_FALLBACK_HELP)
 def verify(paths: tuple[str, ...], rules_mode: bool, script: str | None, timeout: int, select: tuple[str, ...],
-           ignore: tuple[str, ...], output_format: str, config_file: str | None) -> None:
+           ignore: tuple[str, ...], output_format: str, config_file: str | None, device_fallback: str | None) -> None:
     """Confirm findings by running them on the devices present (cpu, cuda, mps, no-gpu).
 
     \b
@@ -189,6 +210,7 @@ def verify(paths: tuple[str, ...], rules_mode: bool, script: str | None, timeout
     try:
         config = resolve(config_file, list(paths))
         codes = _resolve_codes(config, select, (), ignore)
+        settings = _settings(config, device_fallback)
         targets = v.detect_targets()
     except (ConfigError, v.VerifyError) as exc:
         click.echo(f"devlint: error: {exc}", err=True)
@@ -204,10 +226,10 @@ def verify(paths: tuple[str, ...], rules_mode: bool, script: str | None, timeout
         if script is not None:
             if not os.path.isfile(script):
                 raise ConfigError(f"--run: no such file: {script}")
-            runs = v.verify_script(script, targets, timeout, lambda copy: _fix_file(copy, codes))
+            runs = v.verify_script(script, targets, timeout, lambda copy: _fix_file(copy, codes, settings))
             click.echo(render_runs(script, runs, output_format), nl=False)
             sys.exit(0 if all(after.clean for _, after, _ in runs) else 1)
-        result = run(list(paths), config, Options(select=codes))
+        result = run(list(paths), config, Options(select=codes, settings=settings))
         findings = sorted((f for f in result.findings if f.code in all_rules()), key=lambda f: f.sort_key)
         verified = v.verify_findings(findings, targets, timeout, progress)
     except (ConfigError, v.VerifyError) as exc:
@@ -217,9 +239,9 @@ def verify(paths: tuple[str, ...], rules_mode: bool, script: str | None, timeout
     sys.exit(1 if verified else 0)
 
 
-def _fix_file(path: str, codes: set[str]) -> int:
+def _fix_file(path: str, codes: set[str], settings: Settings) -> int:
     """Apply safe and unsafe fixes to ``path`` in place; the number of fixes applied."""
-    result = run([path], resolve(None, [path]), Options(select=codes, fix=True, unsafe_fixes=True))
+    result = run([path], resolve(None, [path]), Options(select=codes, fix=True, unsafe_fixes=True, settings=settings))
     return len(result.fixed)
 
 

@@ -12,6 +12,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from devlint.context import DEVICE_FALLBACKS
 from devlint.rules import all_rules
 
 
@@ -37,12 +38,21 @@ class Config:
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     respect_gitignore: bool = True
+    device_fallback: str | None = None  # what the fixes write to choose a device (DEVICE_FALLBACKS); None: per file
 
 
 _KEYS = {
     "select": "codes", "extend-select": "codes", "ignore": "codes", "exclude": "strings",
     "extend-exclude": "strings", "per-file-ignores": "table", "respect-gitignore": "bool",
+    "device-fallback": "device-fallback",
 }
+
+
+def check_device_fallback(value: object, where: str) -> str:
+    """``value`` when it names a device fallback (``cuda-cpu``, ``cuda-mps-cpu``, ``accelerator``)."""
+    if not isinstance(value, str) or value not in DEVICE_FALLBACKS:
+        raise ConfigError(f"{where} must be one of {', '.join(map(repr, DEVICE_FALLBACKS))} (got {value!r})")
+    return value
 
 
 def expand_codes(patterns: list[str], where: str) -> set[str]:
@@ -74,14 +84,20 @@ def _check(key: str, value: object, source: str) -> object:
     elif kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false")
+    elif kind == "device-fallback":
+        check_device_fallback(value, where)
     elif kind == "table":
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where} must be a table of pattern = [codes]")
-        for pattern, codes in value.items():
-            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
-                raise ConfigError(f"{where}.{pattern!r} must be a list of codes")
-            expand_codes(codes, f"{where}.{pattern!r}")
+        _check_table(value, where)
     return value
+
+
+def _check_table(value: object, where: str) -> None:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table of pattern = [codes]")
+    for pattern, codes in value.items():
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            raise ConfigError(f"{where}.{pattern!r} must be a list of codes")
+        expand_codes(codes, f"{where}.{pattern!r}")
 
 
 def load_config(path: Path) -> Config:

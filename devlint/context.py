@@ -154,12 +154,32 @@ def _from_names(node: cst.ImportFrom) -> list[tuple[str, str]]:
     return out
 
 
+# What ``device-fallback`` may say: the device choice the fixes write (devlint/rules/fixes.py).
+DEVICE_FALLBACKS = ("cuda-cpu", "cuda-mps-cpu", "accelerator")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the configuration tells the rules (``[tool.devlint]`` and the command line). Part of the results
+    cache's key (:meth:`key`): a setting that changes a finding or its fix must be a field here."""
+
+    device_fallback: str | None = None  # one of DEVICE_FALLBACKS; None: the file decides (fixes.fallback_expr)
+
+    def key(self) -> str:
+        return ";".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self))
+
+
+DEFAULT_SETTINGS = Settings()
+
+
 class Context:
     """Everything rules may ask about one module."""
 
-    def __init__(self, module: cst.Module, path: str = "<string>", text: str | None = None) -> None:
+    def __init__(self, module: cst.Module, path: str = "<string>", text: str | None = None,
+                 settings: Settings = DEFAULT_SETTINGS) -> None:
         self.module = module
         self.path = path
+        self.settings = settings
         self.text = text  # the source as read (LibCST's regenerated code may differ: see position())
         self._offset_map: list[int] | None = None
         self._aligned: bool | None = None

@@ -349,6 +349,9 @@ ENV_WRITE_CALLS = frozenset({"os.environ.update", "os.environ.setdefault", "os.p
 CUDA_METHOD = "cuda"  # Tensor.cuda / Module.cuda
 CPU_METHOD = "cpu"  # Tensor.cpu / Module.cpu
 DEVICE_ATTRIBUTE = "device"  # tensor.device, model.device (HF), accelerator.device: a torch.device
+# torch >= 2.6: the torch.device of the accelerator torch was built for (index None), or None without one
+# (torch 2.13 CPU build: None); its ``.type`` ("cuda", "mps", "xpu") is a device string
+CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
 CUDA_METHOD_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})  # what torch's .cuda() takes
 
 

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from devlint.context import DEFAULT_SETTINGS, Settings
+
 if TYPE_CHECKING:
     import libcst as cst
     from libcst.metadata import Access, BaseAssignment, GlobalScope, Scope
@@ -90,14 +92,16 @@ def _where(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{last}"
 
 
-def run(text: str, path: str = "<string>", rules: list[Rule] | None = None) -> OracleResult:
-    """Fix ``text`` with every rule (unsafe fixes included) and check the outcome."""
+def run(text: str, path: str = "<string>", rules: list[Rule] | None = None,
+        settings: Settings = DEFAULT_SETTINGS) -> OracleResult:
+    """Fix ``text`` with every rule (unsafe fixes included) and check the outcome; ``settings``: what the
+    rules are told (``device-fallback``)."""
     from devlint.engine import fix_text, wanted
 
     rules = default_rules() if rules is None else rules
     result = OracleResult(path)
     try:
-        fixed = fix_text(text, path, rules, unsafe=True)
+        fixed = fix_text(text, path, rules, unsafe=True, settings=settings)
     except Exception as exc:  # noqa: BLE001 - the fixer must never raise
         result.failures.append(failure(CRASH, None, f"fix_text raised {_where(exc)}"))
         return result
@@ -113,14 +117,14 @@ def run(text: str, path: str = "<string>", rules: list[Rule] | None = None) -> O
                 OFFERED, finding.start.row,
                 f"{finding.code} fix offered but not applied ({finding.fix.message or finding.message})"))
     if result.changed or result.fixes:
-        failures, errors = check(text, fixed.text, path, rules)
+        failures, errors = check(text, fixed.text, path, rules, settings=settings)
         result.failures += failures
         result.oracle_errors += errors
     return result
 
 
 def check(original: str, fixed: str, path: str = "<string>", rules: list[Rule] | None = None,
-          idempotence: bool = True) -> tuple[list[str], list[str]]:
+          idempotence: bool = True, settings: Settings = DEFAULT_SETTINGS) -> tuple[list[str], list[str]]:
     """Check a fixer's output ``fixed`` against the ``original`` text: 3.10 grammar, bound names and (with
     ``idempotence``) that fixing it again changes nothing. Returns (failures, oracle errors)."""
     failures: list[str] = []
@@ -129,7 +133,7 @@ def check(original: str, fixed: str, path: str = "<string>", rules: list[Rule] |
     if fixed != original:
         steps.append(("names", lambda: check_names(original, fixed)))
     if idempotence:
-        steps.append(("idempotence", lambda: _check_idempotent(fixed, path, rules)))
+        steps.append(("idempotence", lambda: _check_idempotent(fixed, path, rules, settings)))
     for name, step in steps:
         try:
             failures += step()
@@ -159,12 +163,12 @@ def _check_grammar(original: str, fixed: str) -> list[str]:
     return []
 
 
-def _check_idempotent(fixed: str, path: str, rules: list[Rule] | None) -> list[str]:
+def _check_idempotent(fixed: str, path: str, rules: list[Rule] | None, settings: Settings) -> list[str]:
     from devlint.engine import fix_text
 
     rules = default_rules() if rules is None else rules
     try:
-        again = fix_text(fixed, path, rules, unsafe=True)
+        again = fix_text(fixed, path, rules, unsafe=True, settings=settings)
     except Exception as exc:  # noqa: BLE001
         return [failure(CRASH, None, f"fix_text raised on the fixed text: {_where(exc)}")]
     out = []

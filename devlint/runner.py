@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from devlint import notebook, screen
 from devlint.cache import Cache, digest
 from devlint.config import Config, expand_codes
+from devlint.context import DEFAULT_SETTINGS, Settings
 from devlint.diagnostics import IO_ERROR, NOTEBOOK_ERROR, SYNTAX_ERROR, Finding
 from devlint.discovery import iter_files, per_file_ignored
 from devlint.engine import LintResult, fix_text, lint_text, syntax_finding
@@ -29,6 +30,7 @@ class Options:
     prefilter: bool = True
     cache_dir: str | None = None  # None: no cache
     jobs: int = 1
+    settings: Settings = DEFAULT_SETTINGS  # what the rules are told (device-fallback, ...)
 
 
 @dataclass
@@ -71,7 +73,8 @@ def rules_for(path: str, config: Config, options: Options) -> list[Rule]:
 
 def _cache_key(data: bytes, rules: list[Rule], options: Options) -> str:
     """The results-cache key of a file's bytes linted with these rules and settings."""
-    return Cache.key(data, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter}")
+    return Cache.key(data, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter};"
+                     + options.settings.key())
 
 
 def applicable(data: bytes, rules: list[Rule], project: Project | None = None, path: str | None = None) -> list[Rule]:
@@ -138,7 +141,7 @@ def _process(path: str, config: Config, options: Options) -> FileResult:
     elif options.fix or options.diff:
         _fix(result, data, source, rules, options)
     else:
-        outcome = lint_text(source.text, path, rules, project=_PROJECT)
+        outcome = lint_text(source.text, path, rules, project=_PROJECT, settings=options.settings)
         result.findings = outcome.findings
         result.crashes = outcome.crashes
         result.cacheable = not result.crashes
@@ -155,7 +158,7 @@ def _fix(result: FileResult, data: bytes, source: Source, rules: list[Rule], opt
     """Fix ``source`` (decoded from ``data``, the file's bytes) into ``result``: with --diff show the fixes as
     a diff, else write them to the file; a fix that cannot be written leaves every finding standing."""
     path = result.path
-    outcome = fix_text(source.text, path, rules, options.unsafe_fixes, project=_PROJECT)
+    outcome = fix_text(source.text, path, rules, options.unsafe_fixes, project=_PROJECT, settings=options.settings)
     result.findings = outcome.remaining.findings
     result.crashes = outcome.remaining.crashes
     result.fixed = outcome.fixed
@@ -174,7 +177,7 @@ def _fix(result: FileResult, data: bytes, source: Source, rules: list[Rule], opt
         write_fixed(path, data, new)
     except SourceError as exc:  # not written: nothing was fixed, every finding stands
         result.fixed = []
-        result.findings = [*lint_text(source.text, path, rules, project=_PROJECT).findings,
+        result.findings = [*lint_text(source.text, path, rules, project=_PROJECT, settings=options.settings).findings,
                            _io_finding(path, str(exc))]
 
 
@@ -199,7 +202,7 @@ def _notebook(result: FileResult, data: bytes, rules: list[Rule], options: Optio
     if len(code) > LIBCST_MAX_BYTES:
         result.findings.append(_too_large(path, code, rules))
         return
-    module, lint = _settle(path, nb, module, excluded, result.findings, rules)
+    module, lint = _settle(path, nb, module, excluded, result.findings, rules, options.settings)
     if options.fix or options.diff:
         _fix_notebook(result, data, nb, module, rules, options)
         return
@@ -216,11 +219,11 @@ def _cells_module(nb: notebook.Notebook, path: str) -> tuple[notebook.Module, di
 
 
 def _settle(path: str, nb: notebook.Notebook, module: notebook.Module, excluded: dict[int, str],
-            broken: list[Finding], rules: list[Rule]) -> tuple[notebook.Module, LintResult]:
+            broken: list[Finding], rules: list[Rule], settings: Settings) -> tuple[notebook.Module, LintResult]:
     """Lint the module; where LibCST cannot parse it though each cell passed CPython's parser, leave out the
     cell it names (reported in ``broken``) and lint again."""
     for _ in range(len(module.cells) + 1):
-        lint = lint_text(module.text, path, rules, project=_PROJECT)
+        lint = lint_text(module.text, path, rules, project=_PROJECT, settings=settings)
         errors = [f for f in lint.findings if f.code == SYNTAX_ERROR.code]
         if not errors:
             break
@@ -238,11 +241,11 @@ def _fix_notebook(result: FileResult, data: bytes, nb: notebook.Notebook, module
     """Fix the module of the code cells, then rewrite only the changed cells' sources in the file (with
     --diff: show a diff per cell)."""
     path = result.path
-    outcome = fix_text(module.text, path, rules, options.unsafe_fixes, project=_PROJECT)
+    outcome = fix_text(module.text, path, rules, options.unsafe_fixes, project=_PROJECT, settings=options.settings)
     result.crashes = outcome.remaining.crashes
     sources = _changed(nb, module, outcome.text)
     if sources is None:
-        lint = lint_text(module.text, path, rules, project=_PROJECT)
+        lint = lint_text(module.text, path, rules, project=_PROJECT, settings=options.settings)
         result.findings += [*notebook.in_cells(module, module.text, lint.findings),
                             _io_finding(path, "cannot fix: a fix would cross a cell or an IPython line")]
         return
@@ -254,7 +257,7 @@ def _fix_notebook(result: FileResult, data: bytes, nb: notebook.Notebook, module
     elif sources:
         error = _write_notebook(path, data, nb, sources)
         if error is not None:  # not written: nothing was fixed, every finding stands
-            lint = lint_text(module.text, path, rules, project=_PROJECT)
+            lint = lint_text(module.text, path, rules, project=_PROJECT, settings=options.settings)
             result.fixed = []
             found = [*notebook.in_cells(module, module.text, lint.findings), _io_finding(path, error)]
     result.findings += found

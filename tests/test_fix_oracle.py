@@ -279,7 +279,7 @@ def test_run_reports_crash_dropped_fix_and_bad_output(monkeypatch):
     (failure,) = oracle.run(text, "<mutant>", RULES).failures
     assert failure.startswith("crash: fix_text raised RuntimeError: boom")
 
-    def dropping(text, path, rules, unsafe, max_passes=10):
+    def dropping(text, path, rules, unsafe, max_passes=10, **kwargs):
         lint = engine.lint_text(text, path, rules)
         return FixResult(text, [], LintResult(lint.findings, ["<mutant>: rule DEV001 crashed: KeyError: 'x'"]))
 
@@ -288,8 +288,8 @@ def test_run_reports_crash_dropped_fix_and_bad_output(monkeypatch):
     assert [oracle.kind_of(f) for f in failures] == ["crash", "offered-not-applied"]
     assert oracle.line_of(failures[1]) == 2
 
-    def unbound(text, path, rules, unsafe, max_passes=10):
-        result = real(text, path, rules, unsafe, max_passes)
+    def unbound(text, path, rules, unsafe, max_passes=10, **kwargs):
+        result = real(text, path, rules, unsafe, max_passes, **kwargs)
         result.text = result.text.replace("torch.cuda.is_available()", "cuda_ok()")
         return result
 

@@ -100,9 +100,9 @@ torch) or `RuntimeError: Found no NVIDIA driver on your system` (a CUDA build wi
     doc_use_instead = '''
 Choose the device once, with a fallback, and move everything with `.to(device)`. The autofix does
 this: a device string becomes `"cuda" if torch.cuda.is_available() else "cpu"` (with an `"mps"` branch
-when the file already uses mps); `.cuda()` becomes `.to(device)` when a device variable is certainly
-bound there, else `.to("cuda" if torch.cuda.is_available() else "cpu")`; `device="cuda"` becomes
-`device=device` likewise.
+when the file already uses mps; `device-fallback` under Options chooses another form); `.cuda()` becomes
+`.to(device)` when a device variable is certainly bound there, else `.to("cuda" if
+torch.cuda.is_available() else "cpu")`; `device="cuda"` becomes `device=device` likewise.
 '''
     doc_fix_safety = '''
 Unsafe: on a machine without CUDA the fixed code runs on the CPU (or mps) instead of stopping, which is
@@ -122,6 +122,15 @@ the point, but it is a change of behaviour. What the fix writes is checked to ru
   quote); with both taken there is no fix. A conditional expression is parenthesised where it would
   otherwise bind differently (`args.device or "cuda"`). Only the `cuda` name and the device argument are
   rewritten, so comments inside the parentheses stay.
+- What it writes is a device string in every `device-fallback` mode (never a `torch.device`, never
+  `None`), so it is valid wherever the literal was: in a device argument (`.to(...)`, `device=`,
+  `torch.device(...)`) and where the program reads it as a string (an argparse default, a parameter's
+  default compared with `"cpu"`, a config dictionary). In `accelerator` mode it is
+  `torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"`: on torch
+  2.13's CPU build `current_accelerator()` returns `None` (so `.type` is read only after
+  `is_available()`; `torch.device(None)` raises `TypeError`), and `.type` is `"cuda"`, `"mps"` or `"xpu"`
+  where there is one. `torch.accelerator` exists from torch 2.6 on: on an older torch that mode's fix raises
+  `AttributeError`; use `cuda-cpu` or `cuda-mps-cpu` there.
 '''
     doc_known_problems = '''
 A project that is GPU-only by its README alone cannot be seen as such: turn the rule off for it with one
@@ -135,9 +144,23 @@ it usually pairs a `--cuda` flag with the device choice after it, though an unre
 (`if not torch.cuda.is_available() and not flash: return`) would let a CUDA call through unreported.
 '''
     doc_options = '''
-None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV001` apply as for every rule.
+`device-fallback` (`[tool.devlint]` in `pyproject.toml`, or `--device-fallback` on the command line, which
+wins) chooses what the fix writes for a hard-coded `"cuda"` / `"cuda:N"` / `.cuda()` when no device variable
+can be reused. For `"cuda:1"`:
+
+- `cuda-cpu`: `"cuda:1" if torch.cuda.is_available() else "cpu"`;
+- `cuda-mps-cpu`: `"cuda:1" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available()
+  else "cpu"`;
+- `accelerator`: `f"{torch.accelerator.current_accelerator().type}:1" if torch.accelerator.is_available()
+  else "cpu"` (for `"cuda"`: `torch.accelerator.current_accelerator().type if ...`).
+
+Unset, it is `cuda-cpu`, or `cuda-mps-cpu` in a file that already mentions mps (an `"mps"` string or
+`torch.backends.mps`). Any other value is an error (exit 2). A device variable written in the
+`accelerator` form counts as a device when a later fix looks for one to reuse. `select`, `ignore`,
+`per-file-ignores` and `# noqa: DEV001` apply as for every rule.
 '''
     doc_references = '''
+- [torch.accelerator](https://pytorch.org/docs/stable/accelerator.html)
 - [torch.cuda.is_available](https://pytorch.org/docs/stable/generated/torch.cuda.is_available.html)
 - [Device-agnostic code (CUDA semantics)](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
 - [torch.Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)

@@ -420,7 +420,11 @@ hand and passes as a path are reported even when they hold CPU tensors. A progra
 by its README alone is not seen as such (`per-file-ignores`, `ignore = ["DEV005"]` or `# noqa: DEV005`).
 '''
     doc_options = '''
-None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV005` apply as for every rule.
+`device-fallback` (see DEV001) does not change this rule's fix: `map_location="cpu"` is where the loaded
+tensors go, not a choice of device, and it loads on every machine (it is what torch's own error message
+advises); the model is then moved by the program's own device choice. Where a device variable is bound,
+the fix uses it (`map_location=device`), whatever form that variable was written in. `select`, `ignore`,
+`per-file-ignores` and `# noqa: DEV005` apply as for every rule.
 '''
     doc_references = '''
 - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)

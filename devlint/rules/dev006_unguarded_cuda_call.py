@@ -167,7 +167,12 @@ them) are not followed. A project that is GPU-only by its README alone: `ignore 
 `[tool.devlint]`, or `# noqa: DEV006` for a line.
 '''
     doc_options = '''
-None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV006` apply as for every rule.
+`device-fallback` (see DEV001) does not change this rule's fix, also not in `accelerator` mode: a
+`torch.cuda.*` call needs CUDA itself, and `torch.accelerator.is_available()` is true on a Mac (mps) or an
+Intel GPU (xpu), where `torch.cuda.synchronize()` still raises (torch for macOS is not compiled with CUDA:
+the error of the CPU build above). So a `torch.cuda` call is wrapped in `if torch.cuda.is_available():` in
+every mode, and a `torch.accelerator` call in `if torch.accelerator.is_available():`. `select`, `ignore`,
+`per-file-ignores` and `# noqa: DEV006` apply as for every rule.
 '''
     doc_references = '''
 - [torch.cuda](https://pytorch.org/docs/stable/cuda.html)
