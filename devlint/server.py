@@ -310,9 +310,10 @@ class DevlintServer(LanguageServer):
         if os.path.basename(self.document_path(uri)) != "pyproject.toml":
             await self.publish(uri, fresh=True)
             return
-        for other in list(self.open_documents):  # the configuration changed: lint everything again
+        documents, notebooks = list(self.open_documents), list(self.workspace.notebook_documents)
+        for other in documents:  # the configuration changed: lint what is open again
             await self.publish(other, fresh=True)
-        for nb_uri in list(self.workspace.notebook_documents):
+        for nb_uri in notebooks:
             await self.publish_notebook(nb_uri)
 
     def opened(self, uri: str) -> None:

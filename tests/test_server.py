@@ -111,9 +111,18 @@ class Client:
             else:
                 self.pending.append(message)
 
-    def initialize(self, root: Path) -> dict[str, Any]:
+    def diagnostics_of(self, uri: str, version: int) -> dict[str, Any]:
+        """The diagnostics published for ``uri`` at ``version`` (a lint of an earlier version, published late
+        by a re-lint of everything open, is skipped)."""
+        while True:
+            published = self.wait("textDocument/publishDiagnostics", uri)
+            if published.get("version") == version:
+                return published
+
+    def initialize(self, root: Path, encodings: list[str] | None = None) -> dict[str, Any]:
         result = self.request("initialize", {
             "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {
+                "general": {"positionEncodings": encodings or ["utf-16"]},
                 "textDocument": {"synchronization": {"didSave": True},
                                  "publishDiagnostics": {"versionSupport": True},
                                  "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
@@ -201,9 +210,10 @@ def test_fake_torch_leaves_its_marker(tmp_path):
 def test_initialize_advertises_the_features(tmp_path):
     c = Client(tmp_path, _env(tmp_path))
     try:
-        result = c.initialize(tmp_path)
+        result = c.initialize(tmp_path, encodings=["utf-8", "utf-16"])
         caps = result["capabilities"]
         assert result["serverInfo"]["name"] == "devlint"
+        assert caps["positionEncoding"] == "utf-8"
         assert caps["textDocumentSync"]["openClose"] is True
         assert caps["textDocumentSync"]["change"] == 2  # incremental
         assert caps["textDocumentSync"]["save"] == {"includeText": False}
@@ -211,8 +221,9 @@ def test_initialize_advertises_the_features(tmp_path):
         assert caps["notebookDocumentSync"]["notebookSelector"] == [
             {"notebook": "*", "cells": [{"language": "python"}]}]
         path = tmp_path / "train.py"
-        path.write_text(CUDA)
-        assert [d["code"] for d in c.open(path)["diagnostics"]] == ["DEV001"]
+        path.write_text('import torch\n\nx = "\U0001f600"; y = torch.zeros(3).cuda()\n')
+        # columns in UTF-8 bytes, as negotiated: the emoji counts 4
+        assert [(d["code"], d["range"]) for d in c.open(path)["diagnostics"]] == [("DEV001", _range(2, 16, 2, 37))]
         assert [a["kind"] for a in c.actions(path, 2, only=["quickfix", "source"])] == [
             "quickfix", "quickfix", "source.fixAll.devlint"]  # the fix, noqa; fix all (fix_text ran)
         assert c.stop() == 0
@@ -409,9 +420,8 @@ def test_notebook_cells(client, workspace):
         "notebookDocument": {"uri": nb, "version": 2},
         "change": {"cells": {"textContent": [{"document": {"uri": cells[2][0], "version": 2}, "changes": [
             {"range": _range(0, 19, 0, 25), "text": 'to("cpu")'}]}]}}})
+    assert client.diagnostics_of(cells[2][0], 2) == {"uri": cells[2][0], "version": 2, "diagnostics": []}
     assert client.wait("textDocument/publishDiagnostics", cells[0][0])["diagnostics"] == []
-    assert client.wait("textDocument/publishDiagnostics", cells[2][0]) == {
-        "uri": cells[2][0], "version": 2, "diagnostics": []}
     assert [d["code"] for d in client.wait("textDocument/publishDiagnostics", cells[3][0])["diagnostics"]] == [
         "DEV003"]
 
