@@ -134,6 +134,22 @@ def test_diff_shows_the_mode(project):
     assert (project / "train.py").read_text() == SOURCE  # --diff writes nothing
 
 
+def test_messages_suggest_the_accelerator_form_in_that_mode(project):
+    def messages(*args: str) -> list[str]:
+        result = invoke("check", "--no-cache", "--output-format", "json", *args, "train.py")
+        return [f["message"].split("; ", 1)[1] for f in json.loads(result.output)]
+
+    cuda = ['fall back with "cuda" if torch.cuda.is_available() else "cpu"',
+            "use .to(device) with a device chosen by torch.cuda.is_available()",
+            'fall back with "cuda" if torch.cuda.is_available() else "cpu"',
+            'fall back with "cuda:0" if torch.cuda.is_available() else "cpu"']
+    assert messages() == cuda
+    assert messages("--device-fallback", "cuda-mps-cpu") == cuda
+    assert messages("--device-fallback", "accelerator") == [
+        f"fall back with {ACCELERATOR}", "use .to(device) with a device chosen by torch.accelerator.is_available()",
+        f"fall back with {ACCELERATOR}", f"fall back with {ACCELERATOR}"]
+
+
 def test_accelerator_in_an_fstring_uses_the_other_quote():
     text = 'import torch\nx = torch.ones(2)\nprint(f"{x.to(\'cuda:1\')}")\n'
     fixed = fix_text(text, "t.py", RULES, unsafe=True, settings=Settings("accelerator")).text

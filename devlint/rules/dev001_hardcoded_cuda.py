@@ -156,8 +156,9 @@ can be reused. For `"cuda:1"`:
 
 Unset, it is `cuda-cpu`, or `cuda-mps-cpu` in a file that already mentions mps (an `"mps"` string or
 `torch.backends.mps`). Any other value is an error (exit 2). A device variable written in the
-`accelerator` form counts as a device when a later fix looks for one to reuse. `select`, `ignore`,
-`per-file-ignores` and `# noqa: DEV001` apply as for every rule.
+`accelerator` form counts as a device when a later fix looks for one to reuse, and in that mode the
+messages suggest that form too. `select`, `ignore`, `per-file-ignores` and `# noqa: DEV001` apply as for
+every rule.
 '''
     doc_references = '''
 - [torch.accelerator](https://pytorch.org/docs/stable/accelerator.html)
@@ -273,7 +274,7 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
         return self.finding(
             ctx, node,
             f"{name} makes CUDA tensors and crashes without a GPU ({_ERROR}); create the tensor with torch.tensor"
-            f"/torch.zeros and .to(device), with a device chosen by torch.cuda.is_available()",
+            f"/torch.zeros and .to(device), with a device chosen by {_availability(ctx)}",
             evidence=CudaEvidence(device="cuda"),
         )
 
@@ -297,7 +298,7 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
-                f'fall back with "{value}" if torch.cuda.is_available() else "cpu"',
+                f"fall back with {_fallback_hint(ctx, value)}",
                 self._fix_string(ctx, node, value, UseKind.KEYWORD),
                 evidence=CudaEvidence(device=value),
             )
@@ -321,7 +322,7 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
-                f'fall back with "{value}" if torch.cuda.is_available() else "cpu"',
+                f"fall back with {_fallback_hint(ctx, value)}",
                 self._fix_string(ctx, node, value, use.kind),
                 evidence=CudaEvidence(device=value),
             )
@@ -339,7 +340,7 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
             yield self.finding(
                 ctx, call,
                 f".cuda() crashes without a GPU ({_ERROR}); use .to(device) with a device chosen by "
-                f"torch.cuda.is_available()",
+                f"{_availability(ctx)}",
                 self._fix_cuda_call(ctx, call),
                 evidence=CudaEvidence(cuda_call=True, cuda_index=_literal_index(call)),
             )
@@ -386,6 +387,19 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
             target, extra = found
             device_edit = replace_token(ctx, index, target)
         return Fix((*extra, replace_token(ctx, func.attr, "to"), device_edit), Applicability.UNSAFE, "Use .to(device)")
+
+
+def _fallback_hint(ctx: Context, value: str) -> str:
+    """The device choice a message suggests: the form ``device-fallback = "accelerator"`` writes where it is
+    set, else the CUDA one."""
+    if ctx.settings.device_fallback == "accelerator":
+        return 'torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"'
+    return f'"{value}" if torch.cuda.is_available() else "cpu"'
+
+
+def _availability(ctx: Context) -> str:
+    accelerator = ctx.settings.device_fallback == "accelerator"
+    return "torch.accelerator.is_available()" if accelerator else "torch.cuda.is_available()"
 
 
 def _cuda_index(call: cst.Call) -> cst.Integer | Literal[False] | None:
