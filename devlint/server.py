@@ -32,6 +32,7 @@ from pygls.uris import to_fs_path
 from devlint import __version__, notebook
 from devlint.addnoqa import add_noqa
 from devlint.config import Config, ConfigError, expand_codes, resolve
+from devlint.context import DEFAULT_SETTINGS, Settings
 from devlint.diagnostics import SYNTAX_ERROR, Applicability, Edit, Finding, Fix, Position
 from devlint.engine import fix_text, lint_text, syntax_finding
 from devlint.project import Project
@@ -69,6 +70,11 @@ class Configured:
     codes: set[str]
     error: str | None = None  # a configuration that could not be read (then the defaults apply)
 
+    @property
+    def settings(self) -> Settings:
+        """What the rules are told (``device-fallback``), as ``devlint check`` tells them."""
+        return Settings(device_fallback=self.config.device_fallback)
+
 
 def configured_for(path: str) -> Configured:
     """The enabled codes for ``path`` from the nearest ``[tool.devlint]`` (the defaults when it is invalid)."""
@@ -96,6 +102,7 @@ class Linted:
     path: str
     findings: list[Finding]
     rules: list[Rule]
+    settings: Settings = DEFAULT_SETTINGS
 
 
 def lint_python(text: str, path: str, configured: Configured) -> Linted:
@@ -105,8 +112,8 @@ def lint_python(text: str, path: str, configured: Configured) -> Linted:
         return Linted(text, path, [], [])
     project = Project([path])
     rules = applicable(data, rules, project, path)
-    findings = lint_text(text, path, rules, project=project).findings if rules else []
-    return Linted(text, path, findings, rules)
+    findings = lint_text(text, path, rules, project=project, settings=configured.settings).findings if rules else []
+    return Linted(text, path, findings, rules, configured.settings)
 
 
 @dataclass
@@ -120,6 +127,7 @@ class LintedNotebook:
     raw: list[Finding]
     placed: list[Finding]
     rules: list[Rule]
+    settings: Settings = DEFAULT_SETTINGS
 
 
 def lint_notebook(nb: notebook.Notebook, path: str, configured: Configured) -> LintedNotebook:
@@ -134,7 +142,7 @@ def lint_notebook(nb: notebook.Notebook, path: str, configured: Configured) -> L
     for _ in range(len(module.cells) + 1):  # a cell CPython reads but LibCST does not: leave it out too
         if not rules:
             break
-        raw = lint_text(module.text, path, rules).findings
+        raw = lint_text(module.text, path, rules, settings=configured.settings).findings
         errors_left = [f for f in raw if f.code == SYNTAX_ERROR.code]
         if not errors_left:
             break
@@ -144,7 +152,8 @@ def lint_notebook(nb: notebook.Notebook, path: str, configured: Configured) -> L
         excluded[placed.cell] = "does not parse"
         broken.append(placed)
         module = notebook.build(nb, excluded)
-    return LintedNotebook(module, path, broken, raw, notebook.in_cells(module, module.text, raw), rules)
+    return LintedNotebook(module, path, broken, raw, notebook.in_cells(module, module.text, raw), rules,
+                          configured.settings)
 
 
 # --- positions -----------------------------------------------------------------------------------------
@@ -346,7 +355,8 @@ class DevlintServer(LanguageServer):
             fixed = linted.text
             if linted.rules and any(f.fix is not None for f in linted.findings):
                 fixed = await self.in_worker(lambda: fix_text(linted.text, linted.path, linted.rules, unsafe=False,
-                                                              project=Project([linted.path])).text)
+                                                              project=Project([linted.path]),
+                                                              settings=linted.settings).text)
             actions.append(self.fix_all({uri: (linted.text, fixed)}, docs))
         return actions
 
@@ -477,7 +487,8 @@ class DevlintServer(LanguageServer):
                     actions += self.finding_actions(placed, docs, edits, nb.cells[number - 1].text, uri)
         if _wants(params, FIX_ALL) and result.rules:
             fixed = await self.in_worker(
-                lambda: fix_text(result.module.text, result.path, result.rules, unsafe=False).text)
+                lambda: fix_text(result.module.text, result.path, result.rules, unsafe=False,
+                                 settings=result.settings).text)
             sources = notebook.split(result.module, fixed) or {}
             texts = {uris[c.number]: (c.text, sources.get(c.number, c.text)) for c in nb.cells if c.kind == "code"}
             actions.append(self.fix_all(texts, docs))

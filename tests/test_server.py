@@ -353,6 +353,19 @@ def test_workspace_configuration_applies(client, workspace):
     assert [d["code"] for d in client.open(workspace / "same.py", BOTH)["diagnostics"]] == ["DEV003", "DEV001"]
 
 
+def test_device_fallback_applies_to_the_fix(client, workspace):
+    folder = workspace / "accelerated"
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text('[tool.devlint]\ndevice-fallback = "accelerator"\n')
+    path = folder / "train.py"
+    assert [d["code"] for d in client.open(path, CUDA)["diagnostics"]] == ["DEV001"]
+    fix, _ = client.actions(path, 2)
+    assert fix["edit"]["documentChanges"][0]["edits"] == [
+        {"range": _range(2, 19, 2, 23), "newText": "to"},
+        {"range": _range(2, 24, 2, 24), "newText": "torch.accelerator.current_accelerator().type if "
+                                                   'torch.accelerator.is_available() else "cpu"'}]
+
+
 def test_a_bad_configuration_is_shown_and_the_defaults_apply(client, workspace):
     published = client.open(workspace / "broken" / "train.py", BOTH)
     assert [d["code"] for d in published["diagnostics"]] == ["DEV003", "DEV001"]
