@@ -92,3 +92,16 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
             physical[row - 1] = new
             changed += 1
     return "".join(physical), changed
+
+
+def noqa_row(text: str, finding: Finding) -> int:
+    """The row :func:`add_noqa` writes ``finding``'s comment on (rows of ``text``): its first row, or its last
+    where the first ends inside a multi-line string or with a backslash; the first when neither can hold one."""
+    if finding.start.row == finding.end.row:
+        return finding.start.row
+    lines = _scan(text)
+    if lines is not None:
+        for row in (finding.start.row, finding.end.row):
+            if row not in lines.blocked:
+                return row
+    return finding.start.row

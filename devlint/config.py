@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,14 +39,17 @@ class Config:
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     respect_gitignore: bool = True
+    baseline: str | None = None  # the baseline file (relative to root): only findings not recorded there are reported
     device_fallback: str | None = None  # what the fixes write to choose a device (DEVICE_FALLBACKS); None: per file
+    output_format: str | None = None  # the report's format when --output-format does not say (report.FORMATS)
 
 
 _KEYS = {
     "select": "codes", "extend-select": "codes", "ignore": "codes", "exclude": "strings",
-    "extend-exclude": "strings", "per-file-ignores": "table", "respect-gitignore": "bool",
-    "device-fallback": "device-fallback",
+    "extend-exclude": "strings", "per-file-ignores": "table", "respect-gitignore": "bool", "baseline": "string",
+    "device-fallback": "device-fallback", "output-format": "output-format",
 }
+OUTPUT_FORMATS = ("concise", "full", "json", "sarif", "github", "text")  # (report.FORMATS)
 
 
 def check_device_fallback(value: object, where: str) -> str:
@@ -53,6 +57,11 @@ def check_device_fallback(value: object, where: str) -> str:
     if not isinstance(value, str) or value not in DEVICE_FALLBACKS:
         raise ConfigError(f"{where} must be one of {', '.join(map(repr, DEVICE_FALLBACKS))} (got {value!r})")
     return value
+
+
+def _check_choice(value: object, choices: tuple[str, ...], where: str) -> None:
+    if not isinstance(value, str) or value not in choices:
+        raise ConfigError(f"{where} must be one of {', '.join(map(repr, choices))} (got {value!r})")
 
 
 def expand_codes(patterns: list[str], where: str) -> set[str]:
@@ -78,14 +87,17 @@ def _check(key: str, value: object, source: str) -> object:
     where = f"{source}: [tool.devlint] {key}"
     if kind in ("codes", "strings"):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{where} must be a list of strings")
+            raise ConfigError(f"{where} must be a list of strings (got {value!r})")
         if kind == "codes":
             expand_codes(value, where)
+    elif kind == "string":
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where} must be a file name (a string)")
     elif kind == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"{where} must be true or false")
-    elif kind == "device-fallback":
-        check_device_fallback(value, where)
+            raise ConfigError(f"{where} must be true or false (got {value!r})")
+    elif kind in ("device-fallback", "output-format"):
+        _check_choice(value, DEVICE_FALLBACKS if kind == "device-fallback" else OUTPUT_FORMATS, where)
     elif kind == "table":
         _check_table(value, where)
     return value
@@ -100,17 +112,36 @@ def _check_table(value: object, where: str) -> None:
         expand_codes(codes, f"{where}.{pattern!r}")
 
 
-def load_config(path: Path) -> Config:
+def _read_toml(path: Path) -> dict[str, object]:
+    """The TOML file's table; :class:`ConfigError` for a file that is unreadable, not a regular file (a FIFO
+    would block) or not TOML."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ConfigError(f"{path}: cannot read config: not a regular file")
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+            data: dict[str, object] = tomllib.load(fh)
+            return data
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    section = data.get("tool", {}).get("devlint", {}) if path.name == "pyproject.toml" else data
+
+
+def _devlint_table(data: dict[str, object], path: Path) -> object:
+    """``[tool.devlint]`` of a pyproject.toml (``{}`` when absent), the whole file for another TOML file."""
+    if path.name != "pyproject.toml":
+        return data
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table (got {type(tool).__name__} {tool!r})")
+    return tool.get("devlint", {})
+
+
+def load_config(path: Path) -> Config:
+    data = _read_toml(path)
+    section = _devlint_table(data, path)
     if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [tool.devlint] must be a table")
+        raise ConfigError(f"{path}: [tool.devlint] must be a table (got {type(section).__name__} {section!r})")
     cfg = Config(root=path.parent.resolve(), path=path)
     for key, value in section.items():
         if key not in _KEYS:
@@ -124,18 +155,25 @@ def load_config(path: Path) -> Config:
 def find_config(paths: list[str]) -> Path | None:
     """The nearest pyproject.toml with a [tool.devlint] table, walking up from the first path."""
     start = Path(os.path.realpath(paths[0] if paths else "."))
-    if not start.is_dir():
+    if not os.path.isdir(start):  # (False, not PermissionError, below a folder that may not be searched)
         start = start.parent
     for directory in [start, *start.parents]:
         candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                with open(candidate, "rb") as fh:
-                    data = tomllib.load(fh)
-            except (OSError, tomllib.TOMLDecodeError):
-                return candidate  # let load_config report it
-            if "devlint" in data.get("tool", {}):
-                return candidate
+        try:
+            found = stat.S_ISREG(os.stat(candidate).st_mode)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # (a directory devlint may not search: which config applies is unknown)
+            raise ConfigError(f"cannot look for pyproject.toml in {directory}: {exc.strerror or exc}") from None
+        if not found:
+            continue
+        try:
+            data = _read_toml(candidate)
+            tool = data.get("tool", {})
+        except ConfigError:
+            return candidate  # let load_config report it
+        if not isinstance(tool, dict) or "devlint" in tool:
+            return candidate
     return None
 
 

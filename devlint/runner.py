@@ -8,15 +8,17 @@ import gc
 import os
 from dataclasses import dataclass, field
 
-from devlint import notebook, screen
+from devlint import interrupt, notebook, screen
+from devlint.addnoqa import add_noqa
 from devlint.cache import Cache, digest
 from devlint.config import Config, expand_codes
 from devlint.context import DEFAULT_SETTINGS, Settings
 from devlint.diagnostics import IO_ERROR, NOTEBOOK_ERROR, SYNTAX_ERROR, Finding
-from devlint.discovery import iter_files, per_file_ignored
+from devlint.discovery import is_excluded, iter_files, per_file_ignored
 from devlint.engine import LintResult, fix_text, lint_text, syntax_finding
+from devlint.noqa import is_suppressed, noqa_lines
 from devlint.project import Project
-from devlint.rules import select_rules
+from devlint.rules import all_rules, select_rules
 from devlint.rules.base import Rule
 from devlint.source import LIBCST_MAX_BYTES, Source, SourceError, decode, read_bytes, split_lines, write_fixed
 
@@ -31,6 +33,13 @@ class Options:
     cache_dir: str | None = None  # None: no cache
     jobs: int = 1
     settings: Settings = DEFAULT_SETTINGS  # what the rules are told (device-fallback, ...)
+    force_exclude: bool = False  # the exclusions apply to the paths named too
+    add_noqa: bool = False  # write a noqa comment on each finding's line instead of reporting it
+
+    @property
+    def rewrites(self) -> bool:
+        """Does the run change (or show changes to) files, so that no cached result will do?"""
+        return self.fix or self.diff or self.add_noqa
 
 
 @dataclass
@@ -43,6 +52,9 @@ class FileResult:
     cacheable: bool = False  # a complete lint result of decoded content
     cache_key: str | None = None  # the results-cache key of the bytes linted
     deps: dict[str, str] = field(default_factory=dict)  # other files the result depends on -> their digest
+    noqa_added: int = 0  # --add-noqa: the lines given a noqa comment
+    stdin: bytes | None = None  # linted from standard input: these are its bytes, and nothing is written
+    output: bytes | None = None  # from standard input with --fix / --add-noqa: the bytes to print
 
 
 @dataclass
@@ -104,11 +116,11 @@ def _init_worker(files: list[str]) -> None:
         gc.set_threshold(*_GC_THRESHOLDS)
 
 
-def process_file(path: str, config: Config, options: Options) -> FileResult:
-    """Lint (or fix) one file."""
+def process_file(path: str, config: Config, options: Options, stdin: bytes | None = None) -> FileResult:
+    """Lint (or fix) one file (``stdin``: these bytes, read from standard input, under that name)."""
     if _PROJECT is not None:
         _PROJECT.consulted = set()
-    result = _process(path, config, options)
+    result = _process(path, config, options, stdin)
     if _PROJECT is not None:
         here = os.path.abspath(path)
         for dep in sorted(_PROJECT.consulted - {here}):
@@ -117,12 +129,12 @@ def process_file(path: str, config: Config, options: Options) -> FileResult:
     return result
 
 
-def _process(path: str, config: Config, options: Options) -> FileResult:
-    result = FileResult(path)
+def _process(path: str, config: Config, options: Options, stdin: bytes | None = None) -> FileResult:
+    result = FileResult(path, stdin=stdin)
     rules = rules_for(path, config, options)
     try:
-        data = read_bytes(path)
-        if options.cache_dir is not None and not (options.fix or options.diff):
+        data = read_bytes(path) if stdin is None else stdin
+        if options.cache_dir is not None and not options.rewrites:
             result.cache_key = _cache_key(data, rules, options)  # of the bytes linted here
         if notebook.is_notebook(path):
             _notebook(result, data, rules, options)
@@ -145,7 +157,37 @@ def _process(path: str, config: Config, options: Options) -> FileResult:
         result.findings = outcome.findings
         result.crashes = outcome.crashes
         result.cacheable = not result.crashes
+        if options.add_noqa:
+            _add_noqa(result, data, source)
     return result
+
+
+def _write(result: FileResult, old: bytes, new: bytes) -> None:
+    """Write the file's new bytes (from standard input: keep them to print), or raise :class:`SourceError`."""
+    if result.stdin is not None:
+        result.output = new
+    else:
+        write_fixed(result.path, old, new)
+
+
+def _noqa_findings(findings: list[Finding]) -> list[Finding]:
+    """The findings a noqa comment is written for: the rules' (not E902, E999, internal errors)."""
+    return [f for f in findings if f.code in all_rules()]
+
+
+def _add_noqa(result: FileResult, data: bytes, source: Source) -> None:
+    """--add-noqa on a module: the findings it could place a comment for are gone from the result."""
+    text, added = add_noqa(source.text, _noqa_findings(result.findings))
+    if not added:
+        return
+    try:
+        _write(result, data, source.encode(text))
+    except SourceError as exc:
+        result.findings.append(_io_finding(result.path, str(exc)))
+        return
+    result.noqa_added = added
+    result.findings = [f for f in result.findings if f.code not in all_rules()
+                       or not is_suppressed(noqa_lines(text), f.code, (f.start.row, f.end.row))]
 
 
 def _too_large(path: str, data: bytes, rules: list[Rule]) -> Finding:
@@ -174,7 +216,7 @@ def _fix(result: FileResult, data: bytes, source: Source, rules: list[Rule], opt
     if new == data:
         return
     try:
-        write_fixed(path, data, new)
+        _write(result, data, new)
     except SourceError as exc:  # not written: nothing was fixed, every finding stands
         result.fixed = []
         result.findings = [*lint_text(source.text, path, rules, project=_PROJECT, settings=options.settings).findings,
@@ -209,6 +251,33 @@ def _notebook(result: FileResult, data: bytes, rules: list[Rule], options: Optio
     result.findings += notebook.in_cells(module, module.text, lint.findings)
     result.crashes = lint.crashes
     result.cacheable = not result.crashes
+    if options.add_noqa:
+        _add_noqa_notebook(result, data, nb)
+
+
+def _add_noqa_notebook(result: FileResult, data: bytes, nb: notebook.Notebook) -> None:
+    """--add-noqa in a notebook: each comment goes into the cell of its finding (rows are in the cell)."""
+    cells = {c.number: c.text for c in nb.cells}
+    by_cell: dict[int, list[Finding]] = {}
+    for f in _noqa_findings(result.findings):
+        if f.cell is not None and f.cell in cells:
+            by_cell.setdefault(f.cell, []).append(f)
+    sources: dict[int, str] = {}
+    added = 0
+    for number, found in by_cell.items():
+        text, n = add_noqa(cells[number], found)
+        if n:
+            sources[number], added = text, added + n
+    if not sources:
+        return
+    error = _write_notebook(result, data, nb, sources)
+    if error is not None:
+        result.findings.append(_io_finding(result.path, error))
+        return
+    result.noqa_added = added
+    noqa = {n: noqa_lines(text) for n, text in sources.items()}
+    result.findings = [f for f in result.findings if f.code not in all_rules() or f.cell not in noqa
+                       or not is_suppressed(noqa[f.cell], f.code, (f.start.row, f.end.row))]
 
 
 def _cells_module(nb: notebook.Notebook, path: str) -> tuple[notebook.Module, dict[int, str], list[Finding]]:
@@ -255,7 +324,7 @@ def _fix_notebook(result: FileResult, data: bytes, nb: notebook.Notebook, module
         cells = {c.number: c for c in nb.cells}
         result.diff = "".join(notebook.cell_diff(path, cells[n].text, new, n) for n, new in sources.items())
     elif sources:
-        error = _write_notebook(path, data, nb, sources)
+        error = _write_notebook(result, data, nb, sources)
         if error is not None:  # not written: nothing was fixed, every finding stands
             lint = lint_text(module.text, path, rules, project=_PROJECT, settings=options.settings)
             result.fixed = []
@@ -274,7 +343,7 @@ def _changed(nb: notebook.Notebook, module: notebook.Module, text: str) -> dict[
     return {n: code for n, code in codes.items() if code != cells[n].text}
 
 
-def _write_notebook(path: str, data: bytes, nb: notebook.Notebook, sources: dict[int, str]) -> str | None:
+def _write_notebook(result: FileResult, data: bytes, nb: notebook.Notebook, sources: dict[int, str]) -> str | None:
     """Write the notebook with the new sources; the error message when it was not written."""
     new = nb.encode(sources)
     try:
@@ -284,20 +353,26 @@ def _write_notebook(path: str, data: bytes, nb: notebook.Notebook, sources: dict
     if any(written.get(n) != code for n, code in sources.items()) or len(written) != len(nb.cells):
         return "cannot fix: the fixed notebook would not read back as fixed; nothing written"
     try:
-        write_fixed(path, data, new)
+        _write(result, data, new)
     except SourceError as exc:
         return str(exc)
     return None
 
 
-def _worker(args: tuple[str, Config, Options]) -> FileResult:
-    return process_file(*args)
+def _work_chunk(chunk: list[str], config: Config, options: Options) -> list[FileResult]:
+    return [process_file(path, config, options) for path in chunk]
+
+
+def _init_pool_worker(files: list[str]) -> None:
+    interrupt.init_worker()
+    _init_worker(files)
 
 
 def run(paths: list[str], config: Config, options: Options) -> RunResult:
-    files = list(iter_files(paths, config))
+    unreadable: list[tuple[str, str]] = []  # directories that could not be listed: E902 each
+    files = list(iter_files(paths, config, options.force_exclude, unreadable))
     cache = None
-    if options.cache_dir is not None and not (options.fix or options.diff):
+    if options.cache_dir is not None and not options.rewrites:
         cache = Cache(options.cache_dir)
     results: list[FileResult | None] = [None] * len(files)
     if cache is not None:
@@ -312,7 +387,23 @@ def run(paths: list[str], config: Config, options: Options) -> RunResult:
             if r.cacheable and r.cache_key is not None:
                 cache.put(r.cache_key, r.findings, r.deps)
         cache.save()
+    results += [FileResult(path, [_io_finding(path, why)]) for path, why in unreadable]
     return RunResult(files=[r for r in results if r is not None])
+
+
+def run_stdin(data: bytes, filename: str, config: Config, options: Options) -> RunResult:
+    """Lint (or fix) ``data``, read from standard input, as the file ``filename``: the rules, per-file-ignores
+    and (with ``force_exclude``) exclusions of that path apply; nothing is written (the fixed bytes are the
+    result's ``output``). A name ending in .ipynb means notebook JSON."""
+    if options.force_exclude and is_excluded(filename, config):
+        return RunResult()
+    thresholds = gc.get_threshold()
+    _init_worker([])  # no other file: the input is not the file on disk of that name
+    try:
+        return RunResult(files=[process_file(filename, config, options, stdin=data)])
+    finally:
+        _init_worker([])
+        gc.set_threshold(*thresholds)
 
 
 def _cached(files: list[str], config: Config, options: Options, cache: Cache) -> list[FileResult | None]:
@@ -339,9 +430,18 @@ def _process_all(files: list[str], config: Config, options: Options, project: li
         from concurrent.futures import ProcessPoolExecutor
 
         jobs = min(options.jobs, len(files))
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(project,)) as pool:
-            chunk = max(1, min(16, len(files) // (jobs * 8)))
-            return list(pool.map(_worker, [(path, config, options) for path in files], chunksize=chunk))
+        with interrupt.terminating():  # SIGTERM, like Ctrl-C, ends the pool's workers before devlint exits
+            pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_pool_worker, initargs=(project,))
+            try:  # (not pool.map: on an interrupt it cancels futures the pool then fails to mark broken)
+                size = max(1, min(16, len(files) // (jobs * 8)))
+                futures = [pool.submit(_work_chunk, files[i:i + size], config, options)
+                           for i in range(0, len(files), size)]
+                done = [r for future in futures for r in future.result()]
+            except BaseException:
+                interrupt.stop_pool(pool)
+                raise
+            pool.shutdown()
+            return done
     thresholds = gc.get_threshold()
     _init_worker(project)
     try:

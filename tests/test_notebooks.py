@@ -329,7 +329,7 @@ def test_sarif_and_github_point_at_the_notebooks_own_lines(project):
     else:
         jsonschema.validate(sarif, schema)
     github = invoke("--output-format", "github", "nb.ipynb").output.splitlines()[0]
-    assert github.startswith(f"::error file=nb.ipynb,line={line},endLine={line},title=DEV001::cell 6:1:10: DEV001 Hard-coded")
+    assert github.startswith(f"::error file=nb.ipynb,line={line},endLine={line},title=DEV001 hard-coded-cuda::cell 6:1:10: DEV001 Hard-coded")
 
 
 def test_a_directory_of_notebooks_as_json(tmp_path, monkeypatch):
