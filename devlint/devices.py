@@ -475,6 +475,54 @@ def availability_check(qualname: str) -> str:
     return "torch.accelerator.is_available" if qualname.startswith("torch.accelerator.") else "torch.cuda.is_available"
 
 
+# --- tensors that must share a device (DEV009) ----------------------------------------------------------------
+# Factories that put their tensor on the default device (the CPU) unless ``device=`` says otherwise: FACTORIES
+# less the ``*_like`` ones (they take their input's device), ``as_tensor`` (of a tensor it keeps the tensor's
+# device), ``normal`` (with tensor arguments it takes theirs) and the legacy type constructors.
+CPU_DEFAULT_FACTORIES = frozenset(f for f in FACTORIES if not f.endswith("_like") and f not in (
+    "as_tensor", "normal", "Tensor", "FloatTensor", "LongTensor"))
+# torch's error for an operation that mixes a CUDA tensor with a CPU one (TensorIterator's device check, the
+# text in libtorch_cpu of torch 2.13), and the meta kernels' for the same mix with the meta device, which stands
+# in for a GPU on a machine without one (checked on torch 2.13.0+cpu: ``torch.ones(2, device="meta") +
+# torch.ones(2)`` raises ``RuntimeError: Tensor on device cpu is not on the expected device meta!``).
+SAME_DEVICE_ERROR = "Expected all tensors to be on the same device"
+META_DEVICE_ERROR = "is not on the expected device"
+# torch allows a 0-dim CPU tensor as a scalar operand of a tensor on another device (TensorIterator's CPU
+# scalar rule: ``torch.ones(2, device="meta") + torch.tensor(2.0)`` runs on torch 2.13; the reverse, a 0-dim
+# meta tensor with a CPU one, raises); and advanced indexing moves CPU index tensors to the indexed tensor's
+# device (``x[torch.arange(2)]``, ``x[mask]`` with a CPU long or bool tensor run on meta and on CUDA). Neither
+# is a mismatch.
+# Calls of torch that combine their tensor arguments (a CPU one with a GPU one raises).
+COMBINING_FUNCS = frozenset({
+    "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "add", "sub", "subtract", "mul",
+    "multiply", "div", "divide", "matmul", "mm", "bmm", "where", "maximum", "minimum", "eq", "ne", "lt", "le",
+    "gt", "ge", "masked_fill",
+})
+# Tensor methods that combine the receiver with a tensor argument.
+COMBINING_METHODS = frozenset({
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "matmul", "mm", "bmm", "masked_fill",
+    "masked_fill_", "eq", "ne", "lt", "le", "gt", "ge",
+})
+# Ways a tensor is put on another tensor's or the module's device (a value that went through one is no mix).
+DEVICE_FOLLOWING_METHODS = frozenset({MOVE_METHOD, CUDA_METHOD, "type_as", "type", "xpu", "mps"})
+# nn.Module methods whose override can move a plain tensor attribute along with the module.
+MODULE_MOVE_OVERRIDES = frozenset({"_apply", MOVE_METHOD, CUDA_METHOD, "cpu", "half", "float", "double"})
+# Calls that change where factories put their tensors (a module under one of them, or under ``with
+# torch.device(...):``, is not checked).
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", DEFAULT_TENSOR_TYPE_SETTER})
+# torch.nn layers that hold parameters by default (a CPU tensor passed in fails once they are on a GPU), and
+# those among them whose output is one tensor (on their device).
+PARAMETER_LAYERS = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "Embedding", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+    "PReLU", "GRUCell", "RNNCell",
+})
+PARAMETER_MODULES = PARAMETER_LAYERS | frozenset({
+    "LSTM", "GRU", "RNN", "LSTMCell", "MultiheadAttention", "EmbeddingBag", "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+})
+
+
 # --- float64 on Apple's MPS device (DEV007) ---------------------------------------------------------------------
 # Apple's MPS framework has no float64: allocating a float64 tensor on the mps device (a factory, a move, a cast)
 # raises, from empty_mps (aten/src/ATen/mps/EmptyTensor.cpp, MPS_ERROR_DOUBLE_NOT_SUPPORTED; torch's own test

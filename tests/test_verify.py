@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -120,7 +121,7 @@ def test_rules_matrix(targets_detected_once):
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
     assert {r["code"] for r in rows} == {"DEV001", "DEV002", "DEV003", "DEV004", "DEV005", "DEV006", "DEV007",
-                                         "DEV008"}
+                                         "DEV008", "DEV009"}
     for r in rows:
         if r["code"] == "DEV003":
             assert {o["verdict"] for o in r["targets"].values()} == {"confirmed"}
@@ -143,6 +144,7 @@ def test_rules_matrix(targets_detected_once):
         if "mps" in r["targets"]:
             assert r["targets"]["mps"]["verdict"] == "confirmed", r
         assert {o["verdict"] for o in r["fixed"].values()} == {"clean"}, r
+    _check_dev009(rows_of(rows, "DEV009"))
     dev004 = next(r for r in rows if r["code"] == "DEV004")
     if not HAS_CUDA:
         assert dev004["targets"]["cpu"]["verdict"] == "inconclusive"
@@ -204,6 +206,24 @@ def test_verify_without_torch_exits_2(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 2
     assert "install `devlint[verify]`" in result.stderr
+
+
+def _check_dev009(dev009):
+    """DEV009: without a GPU the meta device stands in for one: torch's meta kernels raise on the CPU tensor that
+    an elementwise op, a comparison, torch.cat or masked_fill mixes in; the fixed module runs clean."""
+    assert {r["evidence"]["op"] for r in dev009} == {"add", "compare", "cat", "masked_fill", "matmul", "layer"}
+    for r in dev009:
+        cpu = r["targets"]["cpu"]
+        if r["evidence"]["op"] in ("add", "compare", "cat", "masked_fill"):
+            assert cpu["verdict"] == "confirmed", r
+            assert re.fullmatch(r"RuntimeError: Tensor on device (cpu|meta) is not on the expected device "
+                                r"(meta|cpu)!", cpu["detail"]), r
+            assert r["fixed"]["cpu"]["verdict"] == "clean", r
+        else:  # matmul, a layer's parameters: meta does not check them
+            assert cpu == {"verdict": "inconclusive", "detail": "needs a GPU to put the tensor on"}, r
+        if HAS_CUDA:
+            assert r["targets"]["cuda"]["verdict"] == "confirmed", r
+            assert r["fixed"]["cuda"]["verdict"] == "clean", r
 
 
 def rows_of(rows, code):
