@@ -201,7 +201,7 @@ def _report(result: RunResult, config: Config, base: tuple[str | None, Counter[b
         click.echo(_statistics_json(findings, unsafe_fixes), err=to_err)
     elif statistics:
         click.echo(report.statistics(findings, unsafe_fixes), nl=False, err=to_err)
-        if fmt == "text" and not quiet:
+        if fmt in ("text", "full") and not quiet:
             click.echo(_summary(findings, result.fixed, fix, unsafe_fixes, style), nl=False, err=to_err,
                        color=style.enabled)
     else:

@@ -419,3 +419,13 @@ def test_full_shows_a_moved_statement_as_two_hunks(project):
         "  |",
         "note: This is an unsafe fix and may change runtime behavior",
     ]
+
+
+def test_statistics_in_full_keeps_the_summary(project):
+    assert invoke("--statistics", "--output-format", "full", "bad.py").output.splitlines() == [
+        "1\tDEV001\t[ ] hard-coded-cuda",
+        "1\tDEV002\t[*] numpy-needs-detach-cpu",
+        "1\tDEV003\t[*] invalid-device-string",
+        "Found 3 errors.",
+        "[*] 2 fixable with `--fix` (1 unsafe fix available with `--fix --unsafe-fixes`).",
+    ]
