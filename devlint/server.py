@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,7 +30,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from devlint import __version__, notebook
+from devlint import __version__, notebook, report
 from devlint.addnoqa import add_noqa
 from devlint.config import Config, ConfigError, expand_codes, resolve
 from devlint.context import DEFAULT_SETTINGS, Settings
@@ -47,18 +48,16 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 T = TypeVar("T")
 
 
+@cache
 def rule_url(code: str) -> str | None:
-    """The page of a rule: the URL the JSON and SARIF outputs carry where report.py has one, else the page in
-    the source tree devlint runs from (``rules/CODE.md``, a file URI); None for the E-codes and when neither is
-    there (an installed wheel carries no pages: ``devlint rule CODE`` prints them)."""
+    """The page of a rule: the URL the JSON and SARIF outputs carry (the repository's ``rules/CODE.md``), else
+    that page in the source tree devlint runs from (a file URI); None for the E-codes and when neither is known
+    (an installed wheel without ``[project.urls]``: ``devlint rule CODE`` prints the page)."""
     if code not in all_rules():
         return None
-    from devlint import report
-
-    url = getattr(report, "rule_url", None)
-    value = url(code) if callable(url) else None
-    if isinstance(value, str):
-        return value
+    url = report.rule_url(code)
+    if url is not None:
+        return url
     page = Path(__file__).resolve().parent.parent / "rules" / f"{code}.md"
     return page.as_uri() if page.is_file() else None
 
