@@ -82,6 +82,7 @@ class _Val:
     attribute: str | None = None
 
 
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _PARAM, _LAST = -1, 1 << 30  # where a method's arguments are bound; a node outside its own walk
 _NUMBER = _Val(_NUM)
 _DEVICE = _Val(_DEV)
@@ -123,7 +124,7 @@ the same file that does), a CPU tensor combined with a tensor on the module's de
 
 - in `forward`, or a method `forward` calls as `self.method(...)`, a tensor made by a torch factory without
   `device=` (`torch.zeros`, `ones`, `empty`, `full`, `rand`, `randn`, `randint`, `randperm`, `arange`,
-  `linspace`, `logspace`, `eye`, `tensor([...])`), also through `torch.tril(...)`, `.float()`,
+  `linspace`, `logspace`, `eye`, `tensor([...])`; `Variable(t)` is `t`), also through `torch.tril(...)`, `.float()`,
   `.unsqueeze()`, a slice, arithmetic with numbers or a local name;
 - a plain tensor attribute set once in `__init__` (`self.mask = torch.tril(torch.ones(n, n))`, not
   `register_buffer` or `nn.Parameter`), used in `forward`;
@@ -142,9 +143,11 @@ or for its shape; an attribute assigned anywhere else than its one `__init__` st
 overrides `_apply`, `to`, `cuda`, `cpu`, `half`, `float` or `double` (the override may move it); a method
 argument named like a length or count (`lengths`, `seq_len`: often a CPU tensor by design); files that set a
 default device (`torch.set_default_device`, `torch.set_default_tensor_type`, `with torch.device(...)`); and
-modules of a program whose directory never mentions an accelerator or a device (no `cuda`, `gpu`, `mps`,
-`xpu`, `accelerator`, `device` or `.to(` in any of its Python files): that program keeps the module on the
-CPU.
+modules of a program that never mentions an accelerator or a device (no `cuda`, `gpu`, `mps`, `xpu`,
+`accelerator`, `device` or `.to(`): that program keeps the module on the CPU. The program is the file alone
+when it is a script (it runs code at its top level: an `if __name__ == "__main__":` block, a loop, a call as a
+statement: its own run is the one that uses its modules), else the file and the Python files of its directory
+(a library module's users).
 '''
     doc_why = '''
 Factories put their tensor on the default device, the CPU, unless `device=` says otherwise, and
@@ -358,23 +361,25 @@ def _short(code: str) -> str | None:
 # --- the module classes and what __init__ puts on them ------------------------------------------------------------
 def _module_classes(ctx: Context) -> list[_Class]:
     classes = ctx.nodes(cst.ClassDef)
-    found: dict[str, cst.ClassDef] = {}
+    found: set[int] = set()  # the module classes (two classes of the file may share a name)
+    names: set[str] = set()
     changed = True
     while changed:
         changed = False
         for node in classes:
-            if node.name.value in found and found[node.name.value] is node:
+            if id(node) in found:
                 continue
             for base in node.bases:
                 if base.keyword is not None:
                     continue
                 qualname = ctx.qualname(base.value)
-                local = isinstance(base.value, cst.Name) and qualname is None and base.value.value in found
+                local = isinstance(base.value, cst.Name) and qualname is None and base.value.value in names
                 if qualname in _MODULE_BASES or local:
-                    found[node.name.value] = node
+                    found.add(id(node))
+                    names.add(node.name.value)
                     changed = True
                     break
-    modules = [node for node in classes if found.get(node.name.value) is node]
+    modules = [node for node in classes if id(node) in found]
     all_methods = [{s.name.value: s for s in node.body.body if isinstance(s, cst.FunctionDef)} for node in modules]
     # a name registered as a buffer or parameter by any class of the file (a base class may register it)
     registered = set().union(*(_attribute_sites(methods)[1] for methods in all_methods))
@@ -675,6 +680,8 @@ class _Env:
         qualname = self.ctx.qualname(call.func) or ""
         if qualname.startswith("torch.") and qualname.count(".") == 1:
             return self._torch_call(call, qualname[6:], at)
+        if qualname in _VARIABLE and call.args and call.args[0].keyword is None:
+            return self.kind(call.args[0].value, at)  # Variable(t) is t (torch >= 0.4)
         if qualname.startswith("torch.nn.functional.") and call.args:
             first = self.kind(call.args[0].value, at)
             return _DEVICE if first.kind == _DEV else _UNKNOWN
@@ -962,11 +969,12 @@ def _sets_default_device(ctx: Context) -> bool:
 
 
 def _mentions_device(ctx: Context) -> bool:
-    """Does the file, or a Python file beside it, mention an accelerator or a device? A program that never
-    does keeps its modules on the CPU."""
+    """Does the program mention an accelerator or a device? A program that never does keeps its modules on the
+    CPU. The program is the file itself when it is a script (it runs code at its top level: its own run is the
+    one that uses its modules), else the file and the Python files beside it (a module's users)."""
     if _mentions((ctx.text or ctx.module.code).encode("utf-8", "replace")):
         return True
-    if ctx.project is None:
+    if ctx.project is None or _is_script(ctx.module):
         return False
     here = os.path.abspath(ctx.path)
     for path in ctx.project.paths:
@@ -975,6 +983,27 @@ def _mentions_device(ctx: Context) -> bool:
             if _mentions(ctx.project.read(path) or b""):
                 return True
     return False
+
+
+def _is_script(module: cst.Module) -> bool:
+    """Does the module run code at its top level: an ``if __name__ == "__main__":`` block, a loop, a ``with``, or
+    a call as a statement (``train()``, ``print(model)``)?"""
+    for stmt in module.body:
+        if isinstance(stmt, (cst.For, cst.While, cst.With)):
+            return True
+        if isinstance(stmt, cst.If) and "__name__" in dotted_names(stmt.test):
+            return True
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) for small in stmt.body):
+            return True
+    return False
+
+
+def dotted_names(expr: cst.BaseExpression) -> set[str]:
+    """The names compared in a condition (``__name__`` of ``__name__ == "__main__"``)."""
+    if isinstance(expr, cst.Comparison):
+        return {dotted_name(expr.left) or "", *(dotted_name(c.comparator) or "" for c in expr.comparisons)}
+    return set()
 
 
 def _mentions(text: bytes) -> bool:
