@@ -195,7 +195,7 @@ def prefilter_stats(tree: Path, files: list[Path], findings: list[dict[str, obje
     from devlint.rules import all_rules
     from devlint.runner import applicable
 
-    rules = list(all_rules().values())
+    rules = [rule() for rule in all_rules().values()]
     passed = [p for p in files if applicable(p.read_bytes(), rules, path=str(p))]
     found = {os.path.realpath(str(f["filename"])) if os.path.isabs(str(f["filename"]))
              else os.path.realpath(tree / str(f["filename"])) for f in findings}
@@ -213,7 +213,7 @@ def profile(tree: Path, files: list[Path]) -> None:
     from devlint.runner import applicable
     from devlint.source import SourceError, decode
 
-    rules = list(all_rules().values())
+    rules = [rule() for rule in all_rules().values()]
     spent = dict.fromkeys(("read", "pre-filter", "parse", "index", "rules", "positions"), 0.0)
     per_rule: dict[str, float] = {}
     for p in files:

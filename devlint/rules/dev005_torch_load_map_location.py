@@ -299,6 +299,16 @@ def _cpu_only_program(ctx: Context) -> bool:
     return any(re.search(rb"\b" + save + rb"\s*\(", text) for text in texts)
 
 
+def _gpu_only_as_written(ctx: Context) -> bool:
+    """Does the file put its work on CUDA with no fallback anywhere (a hard-coded ``.cuda()`` / ``"cuda"``
+    that DEV001 reports, and no path without CUDA: the test DEV006 makes)? Such a program stops at its first
+    CUDA use on a machine without one, before a checkpoint's location matters: DEV001 reports that."""
+    from devlint.rules.dev001_hardcoded_cuda import HardcodedCuda
+    from devlint.rules.dev006_unguarded_cuda_call import device_agnostic
+
+    return not device_agnostic(ctx) and next(iter(HardcodedCuda().check(ctx)), None) is not None
+
+
 def _short(loader: str) -> str:
     return "torch.jit.load" if loader.startswith("torch.jit.") else "torch.load"
 
@@ -355,6 +365,11 @@ Not reported:
   `torch.cuda.set_device(local_rank)` in the same flow, in a module that imports a CUDA-only library
   (TensorRT, PyCUDA, CuPy, flash_attn) or is marked GPU-only (`pytestmark = pytest.mark.skipif(not
   torch.cuda.is_available(), ...)`);
+- a file that is GPU-only as written: it puts its work on CUDA with `.cuda()` / `"cuda"` that DEV001 reports,
+  and has no path without CUDA anywhere (DEV006's test: it never asks whether a GPU is there, never chooses
+  or compares `"cpu"` / `"mps"`, has no GPU option that is off by default). On a machine without CUDA it
+  stops at its first CUDA use, before a checkpoint's location matters; DEV001's findings are the ones to
+  fix, and once the file falls back to the CPU this rule reports its loads;
 - `pickle.load`, `np.load`, `json.load`, `safetensors` loaders (they take a device of their own), a method
   `.load(...)` of any other object, and files that never import torch.
 '''
@@ -520,7 +535,7 @@ only the changed cells' sources.
             if loader != "torch.jit.load" and not _model_state(ctx, call):
                 continue  # data, a cache, metrics, scalar state: nothing a GPU run leaves on the GPU
             if cpu_only is None:
-                cpu_only = _cpu_only_program(ctx)
+                cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx)
             if cpu_only:
                 return
             yield self._report(ctx, call, _short(loader), passed if isinstance(passed, cst.Arg) else None)

@@ -255,7 +255,7 @@ cell's source is rewritten).
             if name is None or _harmless(ctx, call, name) or guard.is_guarded(call) or _by_design(ctx, call, name):
                 continue
             if agnostic is None:
-                agnostic = _device_agnostic(ctx)
+                agnostic = device_agnostic(ctx)
             if not agnostic:
                 return
             yield self._finding(ctx, call, name)
@@ -352,7 +352,7 @@ def _helper_test(ctx: Context, test: cst.BaseExpression) -> bool:
                and (dotted_name(c.func) or "").split(".")[-1] in helpers for c in walk(test))
 
 
-def _device_agnostic(ctx: Context) -> bool:
+def device_agnostic(ctx: Context) -> bool:
     """Does this file have a fallback somewhere (a path it takes without CUDA)? It asks whether an accelerator
     is there (a GPU count only when compared with zero: a count of GPUs to spread work over is no fallback),
     compares a device with "cpu" / "mps" or chooses one, or has a GPU option that is off by default."""
