@@ -141,7 +141,9 @@ through `.to(...)`, `.cuda()` or `.type_as(...)`; registered buffers and paramet
 tensor used as an index (`x[torch.arange(n)]`: torch moves CPU index tensors to the indexed tensor's device)
 or for its shape; an attribute assigned anywhere else than its one `__init__` statement, or in a class that
 overrides `_apply`, `to`, `cuda`, `cpu`, `half`, `float` or `double` (the override may move it); a method
-argument named like a length or count (`lengths`, `seq_len`: often a CPU tensor by design); files that set a
+argument named like a length or count (`lengths`, `seq_len`: often a CPU tensor by design), nor an argument
+compared as it is (`torch.arange(t)[None, :] < n_wins[:, None]`: counts are often CPU tensors by design, as
+`pack_padded_sequence` wants them); files that set a
 default device (`torch.set_default_device`, `torch.set_default_tensor_type`, `with torch.device(...)`); and
 modules of a program that never mentions an accelerator or a device (no `cuda`, `gpu`, `mps`, `xpu`,
 `accelerator`, `device` or `.to(`): that program keeps the module on the CPU. The program is the file alone
@@ -905,6 +907,8 @@ def _mixes(ctx: Context, env: _Env) -> Iterator[_Combination]:
                     yield _Combination(k, sub.func, "layer", sub, env, _fix_name(env, arg))
         for operands, op in _operand_groups(ctx, sub):
             kinds = [(env.kind(o), o) for o in operands]
+            if op == "compare":  # lengths compared with an arange may be CPU tensors by design
+                kinds = [(k, o) for k, o in kinds if not _argument_itself(env, o)]
             dev = next((o for k, o in kinds if k.kind == _DEV), None)
             if dev is not None:
                 for k, _ in kinds:
@@ -935,6 +939,16 @@ def _operand_groups(ctx: Context, sub: cst.CSTNode) -> Iterator[tuple[list[cst.B
             if sub.func.attr.value.startswith("masked_fill"):
                 operands = operands[:2]
             yield operands, _op_name(sub.func.attr.value)
+
+
+def _argument_itself(env: _Env, expr: cst.BaseExpression) -> bool:
+    """``n_wins[:, None]``, ``lengths``: an argument of the method, maybe indexed, never rebound in it."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return False
+    sites = env.bound.get(expr.value, [])
+    return bool(sites) and all(where == _PARAM for where, _ in sites)
 
 
 def _fix_name(env: _Env, expr: cst.BaseExpression | None) -> str | None:
