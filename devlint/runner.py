@@ -244,7 +244,7 @@ def _notebook(result: FileResult, data: bytes, rules: list[Rule], options: Optio
     if len(code) > LIBCST_MAX_BYTES:
         result.findings.append(_too_large(path, code, rules))
         return
-    module, lint = _settle(path, nb, module, excluded, result.findings, rules, options.settings)
+    module, lint = settle(path, nb, module, excluded, result.findings, rules, options.settings)
     if options.fix or options.diff:
         _fix_notebook(result, data, nb, module, rules, options)
         return
@@ -287,7 +287,7 @@ def _cells_module(nb: notebook.Notebook, path: str) -> tuple[notebook.Module, di
     return module, dict.fromkeys(errors, "does not parse"), broken
 
 
-def _settle(path: str, nb: notebook.Notebook, module: notebook.Module, excluded: dict[int, str],
+def settle(path: str, nb: notebook.Notebook, module: notebook.Module, excluded: dict[int, str],
             broken: list[Finding], rules: list[Rule], settings: Settings) -> tuple[notebook.Module, LintResult]:
     """Lint the module; where LibCST cannot parse it though each cell passed CPython's parser, leave out the
     cell it names (reported in ``broken``) and lint again."""

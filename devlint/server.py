@@ -34,12 +34,12 @@ from devlint import __version__, notebook, report
 from devlint.addnoqa import add_noqa
 from devlint.config import Config, ConfigError, expand_codes, resolve
 from devlint.context import DEFAULT_SETTINGS, Settings
-from devlint.diagnostics import SYNTAX_ERROR, Applicability, Edit, Finding, Fix, Position
+from devlint.diagnostics import Applicability, Edit, Finding, Fix, Position
 from devlint.engine import fix_text, lint_text, syntax_finding
 from devlint.project import Project
 from devlint.rules import all_rules
 from devlint.rules.base import Rule
-from devlint.runner import Options, applicable, rules_for
+from devlint.runner import Options, applicable, rules_for, settle
 from devlint.source import LIBCST_MAX_BYTES, split_lines
 
 SOURCE = "devlint"
@@ -138,19 +138,9 @@ def lint_notebook(nb: notebook.Notebook, path: str, configured: Configured) -> L
     code = module.text.encode("utf-8", "surrogatepass")
     rules = applicable(code, rules, None, path) if len(code) <= LIBCST_MAX_BYTES else []
     raw: list[Finding] = []
-    for _ in range(len(module.cells) + 1):  # a cell CPython reads but LibCST does not: leave it out too
-        if not rules:
-            break
-        raw = lint_text(module.text, path, rules, settings=configured.settings).findings
-        errors_left = [f for f in raw if f.code == SYNTAX_ERROR.code]
-        if not errors_left:
-            break
-        (placed,) = notebook.in_cells(module, module.text, errors_left[:1])
-        if placed.cell is None or placed.cell in excluded:
-            break
-        excluded[placed.cell] = "does not parse"
-        broken.append(placed)
-        module = notebook.build(nb, excluded)
+    if rules:  # a cell CPython reads but LibCST does not: left out too, as the command line does
+        module, lint = settle(path, nb, module, excluded, broken, rules, configured.settings)
+        raw = lint.findings
     return LintedNotebook(module, path, broken, raw, notebook.in_cells(module, module.text, raw), rules,
                           configured.settings)
 
