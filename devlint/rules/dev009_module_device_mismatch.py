@@ -198,9 +198,9 @@ from `forward` (`self.helper(x)`), positional arguments only; `torch.Tensor.inde
 index (which raise) are not reported, to keep indexing quiet; the module's parameters reach `forward` only as
 `self.weight` or through a known layer, and an `nn.Parameter` made in `forward` itself
 (`self.bias = nn.Parameter(torch.randn(...))`, on the CPU, after `model.to()`) is taken to be a parameter on
-the module's device (a miss on the real-code benchmark). A forward argument is taken to be on the module's device (the usual
-contract); an argument that is a CPU tensor by design under another name than a length or count would be a
-false report.
+the module's device (a miss on the real-code benchmark). A forward argument is taken to be on the module's
+device (the usual contract); an argument that is a CPU tensor by design under another name than a length or
+count would be a false report.
 
 On real code (2026-11-23) the rule is quiet, as it is meant to be. The real-code benchmark's tune half (26
 sources) gives no finding. Its holdout half, looked at untouched, gave 4: 1 bug (a model `train.py` moves to
