@@ -63,6 +63,17 @@ _LENGTH_NAME = re.compile(r"len|size|count|num|cpu", re.IGNORECASE)
 _MENTIONS_DEVICE = re.compile(rb"\bdevice\b|\.to\s*\(")
 
 
+class _Trigger:
+    """The byte pre-filter: a class statement (the rule reports inside nn.Module subclasses only) and a call of a
+    CPU-default factory (``zeros(``, ``arange (``)."""
+
+    _CLASS = re.compile(rb"(?m)^[ \t]*class[ \t]")
+    _FACTORY = re.compile(rb"\b(?:" + b"|".join(sorted(f.encode() for f in devices.CPU_DEFAULT_FACTORIES)) + rb")\s*\(")
+
+    def search(self, data: bytes) -> object:
+        return self._CLASS.search(data) and self._FACTORY.search(data)
+
+
 @dataclass(frozen=True)
 class DeviceMismatchEvidence(Evidence):
     """Where the CPU tensor comes from (``factory``: made in the method; ``attribute``: a plain attribute set
@@ -116,7 +127,7 @@ class ModuleDeviceMismatch(Rule):
                "module's inputs or parameters: fails once the model is on a GPU.")
     fix_availability = FixAvailability.SOMETIMES
     evidence_type = DeviceMismatchEvidence
-    triggers = re.compile(rb"\b(?:" + b"|".join(sorted(f.encode() for f in devices.CPU_DEFAULT_FACTORIES)) + rb")\s*\(")
+    triggers = _Trigger()
 
     doc_what = '''
 Finds, in a class that subclasses `torch.nn.Module` (`nn.Module`, `from torch.nn import Module`, or a class of
