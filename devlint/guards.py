@@ -11,6 +11,7 @@ condition's polarity vouches for is guarded: the body of an ``AVAILABLE`` test, 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from enum import Enum
@@ -401,8 +402,12 @@ class Guards:
         if key in self._entered:
             return self._entered[key]
         self._entered[key] = False  # recursion: assume not while computing
-        sites = call_sites(self.ctx, func) or []
-        result = bool(sites) and all(guards(site_ctx).is_guarded(call, depth - 1) for site_ctx, call in sites)
+        sites = call_sites(self.ctx, func)
+        handed = _handed_to_runner(self.ctx, func)
+        if sites is None or handed is None:
+            sites, handed = [], []
+        entries = [*((site_ctx, call) for site_ctx, call in sites), *((self.ctx, call) for call in handed)]
+        result = bool(entries) and all(guards(site_ctx).is_guarded(call, depth - 1) for site_ctx, call in entries)
         self._entered[key] = result
         return result
 
@@ -578,6 +583,45 @@ class _Flags:
 
 def guards(ctx: Context) -> Guards:
     return ctx.shared("guards", Guards)
+
+
+# a call that runs the function handed to it as its first argument, there and then (ignite's
+# `idist.Parallel(...).run(fn, ...)`, `mp.spawn(fn, ...)`, `start_processes(fn, ...)`, `launch(fn, ...)`)
+_RUNNERS = frozenset({"run", "spawn", "start_processes", "launch"})
+
+
+def _handed_to_runner(ctx: Context, func: cst.FunctionDef) -> list[cst.Call] | None:
+    """The calls of ``func``'s file that run it as a callback (a function of the module handed by name as
+    the first argument of ``parallel.run(fn, ...)``, ``mp.spawn(fn, ...)``); None when the file also uses
+    its name otherwise (stored, handed to something that calls it later) or another file of the project
+    imports it (it may be handed to a runner there: too far to look)."""
+    if ctx.parent(func) is not ctx.module:
+        return []
+    name = func.name.value
+    found = [call for call in ctx.nodes(cst.Call)
+             if call.args and call.args[0].keyword is None and not call.args[0].star
+             and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == name
+             and (dotted_name(call.func) or "").split(".")[-1] in _RUNNERS]
+    if not found:
+        return found
+    handed = {id(call.args[0].value) for call in found}
+    for ref in ctx.nodes(cst.Name):
+        parent = ctx.parent(ref)
+        if ref.value == name and ref is not func.name and id(ref) not in handed \
+                and not (isinstance(parent, cst.Call) and parent.func is ref):
+            return None  # also kept or handed elsewhere (a list of callbacks, an event handler): called later
+    project = ctx.project
+    if project is None:
+        return found
+    home = os.path.abspath(ctx.path)
+    module = re.escape(os.path.splitext(os.path.basename(home))[0].encode())
+    word = re.escape(name.encode())
+    imported = re.compile(rb"\b" + module + rb"\b[^\n]*\bimport\b[^\n]*\b" + word + rb"\b|\b" + module
+                          + rb"\." + word + rb"\b")
+    for path in project.paths:
+        if path != home and name.encode() in (data := project.read(path) or b"") and imported.search(data):
+            return None
+    return found
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -71,8 +71,10 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 `parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
 (`init_env(args)` that exits without a GPU), guards held in a variable (`use_gpu = torch.cuda.is_available()`),
 an opt-in flag that is off by default (`--cuda` with `action="store_true"`), a function every call of which
-in the linted tree is guarded, code in functions marked as GPU-only (a decorator or name that mentions
-CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
+in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
+it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`;
+not when another file of the project imports it), code in functions marked as GPU-only (a decorator or name
+that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
 overrides (or that the function only compares or hands to a torch query), and `device=` keywords of other
 libraries (DALI's `device="gpu"`). Files that never import torch are not checked.

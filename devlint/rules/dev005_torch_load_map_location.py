@@ -268,9 +268,42 @@ def _published(ctx: Context, load: cst.Call) -> bool:
     if any(_fetches_or_ships(ctx, e) for e in _origins(ctx, arg, scope)):
         return True
     source = ctx.code(arg)
-    return any(_FETCH.search((dotted_name(call.func) or "").split(".")[-1])
-               and any(ctx.code(a.value) == source for a in call.args)
-               for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope))
+    if any(_FETCH.search((dotted_name(call.func) or "").split(".")[-1])
+           and any(ctx.code(a.value) == source for a in call.args)
+           for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope)):
+        return True
+    return _local_copy(ctx, load, arg, scope)
+
+
+def _local_copy(ctx: Context, load: cst.Call, arg: cst.BaseExpression, scope: cst.CSTNode) -> bool:
+    """Is the load one arm of an ``if`` (in the loading function) that tests the loaded path (``if path is
+    None:``) and whose other arm fetches published weights (``load_state_dict_from_url(URL)``,
+    ``torch.hub.load(...)``, ``load_pretrained_vgg16()``, ``vgg16(pretrained=True)``)? The path is then a
+    local copy of those weights, for offline use."""
+    path_names = _names_in(arg)
+    child: cst.CSTNode = load
+    for anc in ctx.ancestors(load):
+        if anc is scope:
+            return False
+        if isinstance(anc, cst.If) and (child is anc.body or child is anc.orelse):
+            other: cst.CSTNode | None = anc.orelse if child is anc.body else anc.body
+            if other is not None and _names_in(anc.test) & path_names \
+                    and any(_fetches_weights(n) for n in walk(other)):
+                return True
+        child = anc
+    return False
+
+
+def _fetches_weights(node: cst.CSTNode) -> bool:
+    """Is ``node`` a call that fetches published weights: a download from a URL or a hub, or a pretrained
+    model (a function named ``*pretrained*``, a ``pretrained=True`` argument)?"""
+    if not isinstance(node, cst.Call):
+        return False
+    name = (dotted_name(node.func) or "").split(".")[-1]
+    if _FETCH.search(name) or "pretrained" in name.lower():
+        return True
+    return any(a.keyword is not None and a.keyword.value == "pretrained"
+               and isinstance(a.value, cst.Name) and a.value.value == "True" for a in node.args)
 
 
 def _test_code(path: str) -> bool:
@@ -353,14 +386,18 @@ Not reported:
 - a file published with or for the code, whose device is its publisher's choice: a path built from
   `__file__` (weights shipped in the package), or fetched from the internet in the loading function
   (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
-  `hf_hub_download(...)`);
+  `hf_hub_download(...)`), or a local copy of such weights: the load is one arm of an `if` that tests its
+  path (`if weights_path is None:`) and whose other arm fetches published weights (a download, a hub, a
+  function named `*pretrained*`, `pretrained=True`);
 - test code (`test_*.py`, `*_test.py`, `conftest.py`, a module right in a `tests/` or `test/` folder): the
   checkpoints a test loads are the ones its fixtures write during the session (`tmp_path`), on the machine
   that runs them;
 - a load that runs only where CUDA was checked for, by the guards DEV001 uses: inside `if
   torch.cuda.is_available():` (or `if use_gpu:`, `if args.cuda:` off by default, `if x.is_cuda:`), after
   an early exit without CUDA, inside a `try:` whose handler catches the error, in a function or class
-  that declares itself GPU-only, in a function every call of which is guarded;
+  that declares itself GPU-only, in a function every call of which is guarded (a function handed to a
+  runner, `parallel.run(evaluate, ...)` or `mp.spawn(evaluate, ...)` after `assert
+  torch.cuda.is_available()`, counts as called there);
 - CUDA-only code by the principle DEV001 uses: after `init_process_group("nccl")` or
   `torch.cuda.set_device(local_rank)` in the same flow, in a module that imports a CUDA-only library
   (TensorRT, PyCUDA, CuPy, flash_attn) or is marked GPU-only (`pytestmark = pytest.mark.skipif(not
@@ -429,10 +466,13 @@ function whose callers are in other files), tensors that are not model state but
 without a `map_location` (`torch.hub.load_state_dict_from_url(url)`). A `map_location` that is a variable
 holding `None` is not followed: any expression other than the literal `None` counts as given. A
 dictionary `map_location` that misses the saved device (`{"cuda:1": "cpu"}` for a checkpoint from
-`cuda:0`) still fails and is not reported. Published weights (shipped beside the code or downloaded by
-it) and test code are left out even when the file does hold CUDA tensors, and weights a user downloads by
-hand and passes as a path are reported even when they hold CPU tensors. A program that runs only on GPUs
-by its README alone is not seen as such (`per-file-ignores`, `ignore = ["DEV005"]` or `# noqa: DEV005`).
+`cuda:0`) still fails and is not reported. Published weights (shipped beside the code, downloaded by
+it, or a local copy of what the other arm of the same `if` downloads) and test code are left out even
+when the file does hold CUDA tensors, and weights a user downloads by hand and passes as a path are
+reported even when they hold CPU tensors (a third-party checkpoint given as a path, `BEATs(ckp_path)`,
+`torch.load("./sscd/model.pt")`, looks like a checkpoint of the project's own training: the keys it is read
+with, `checkpoint["cfg"]`, do not tell them apart). A program that runs only on GPUs by
+its README alone is not seen as such (`per-file-ignores`, `ignore = ["DEV005"]` or `# noqa: DEV005`).
 '''
     doc_options = '''
 `device-fallback` (see DEV001) does not change this rule's fix: `map_location="cpu"` is where the loaded
