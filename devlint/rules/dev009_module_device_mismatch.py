@@ -3,9 +3,10 @@ that ``model.to()`` does not move) combined with a tensor on the module's device
 
 from __future__ import annotations
 
+import ast
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, Fix
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, insert_after, node_end, node_start
 from devlint.rules.fixes import preferred_quote
-from devlint.screen import AstIndex
+from devlint.screen import AstIndex, dotted
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -329,17 +330,17 @@ notebook's code and the Python files beside it. `--fix` rewrites only the change
     )
 
     def screen(self, index: AstIndex) -> bool:
-        """A class, and a call of a CPU-default factory of torch without ``device=`` or ``**``."""
+        """A method of a class that makes a tensor with a CPU-default factory of torch, without ``device=`` or
+        ``**`` (the rule follows factories in methods only: ``forward``, what it calls, ``__init__``), not a
+        0-dim ``torch.tensor(number)``."""
         if not index.imports_torch or not index.class_names:
             return False
-        for call in index.calls:
-            if any(k.arg is None or k.arg == devices.DEVICE_KEYWORD for k in call.keywords):
-                continue
-            for q in index.qualnames(call.func):
-                if q is not None and q.startswith("torch.") and q.count(".") == 1 \
-                        and q[6:] in devices.CPU_DEFAULT_FACTORIES:
-                    return True
-        return False
+
+        def factory(call: ast.Call) -> bool:
+            name = _screen_factory(call)
+            return name is not None and any(q == "torch." + name for q in index.qualnames(call.func))
+
+        return any(_screen_class(cls, factory) for cls in ast.walk(index.tree) if isinstance(cls, ast.ClassDef))
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch or _sets_default_device(ctx):
@@ -1000,6 +1001,75 @@ def _op_name(name: str) -> str:
 
 
 # --- whether the program may put the module on a device ---------------------------------------------------------
+def _screen_class(cls: ast.ClassDef, factory: Callable[[ast.Call], bool]) -> bool:
+    """May the class hold a finding? It defines ``forward``, and a factory call of ``factory`` is in
+    ``forward`` or a method ``forward`` calls as ``self.m(...)``, or in ``__init__`` where it may reach a
+    plain attribute (``self.x = <it>``, also through local names)."""
+    methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    forward = methods.get("forward")
+    if forward is None:
+        return False
+    called = {n.func.attr for n in ast.walk(forward) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"}
+    for name in {"forward"} | (called & methods.keys()) - {"__init__"}:
+        if any(isinstance(n, ast.Call) and factory(n) for n in ast.walk(methods[name])):
+            return True
+    init = methods.get("__init__")
+    return init is not None and _screen_init(init, factory)
+
+
+def _screen_init(init: ast.FunctionDef | ast.AsyncFunctionDef, factory: Callable[[ast.Call], bool]) -> bool:
+    """Does a factory call reach ``self.x = ...`` in ``__init__``, directly or through local names?"""
+    assigns = [n for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
+
+    def feeds(value: ast.AST | None, names: set[str]) -> bool:
+        return value is not None and any((isinstance(n, ast.Call) and factory(n))
+                                         or (isinstance(n, ast.Name) and n.id in names)
+                                         for n in _outside_wrappers(value))
+
+    tainted: set[str] = set()
+    changed = True
+    while changed:  # local names that may hold a factory's tensor
+        changed = False
+        for a in assigns:
+            targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} - tainted
+            if names and feeds(a.value, tainted):
+                tainted |= names
+                changed = True
+    return any(feeds(a.value, tainted) for a in assigns
+               for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+               if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+
+
+def _outside_wrappers(value: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``value``, not entering ``nn.Parameter(...)`` / ``nn.Buffer(...)``: what they wrap is a
+    parameter or a buffer, which ``model.to()`` moves."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("Parameter", "Buffer"):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _screen_factory(call: ast.Call) -> str | None:
+    """The factory's name when ``call`` may make a CPU tensor of one or more dimensions: a CPU-default factory
+    without ``device=`` or ``**``, not ``tensor(number)`` (0-dim: torch takes it with a tensor on any
+    device)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name not in devices.CPU_DEFAULT_FACTORIES:
+        return None
+    if any(k.arg is None or k.arg == devices.DEVICE_KEYWORD for k in call.keywords):
+        return None
+    if name == "tensor" and call.args and isinstance(call.args[0], ast.Constant) \
+            and isinstance(call.args[0].value, (int, float, complex, bool)):
+        return None
+    return name
+
+
 def _sets_default_device(ctx: Context) -> bool:
     for call in ctx.nodes(cst.Call):
         qualname = ctx.qualname(call.func)
