@@ -14,7 +14,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from devlint import __version__
@@ -156,16 +156,22 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _deps_unchanged(deps: object) -> bool:
-    if not isinstance(deps, dict):
-        return False
-    for path, expected in deps.items():
-        try:
-            if digest(_read_regular(path)) != expected:
-                return False
-        except OSError:
-            return False
-    return True
+# A file modified within this long of its hashing may change again with the same mtime (a coarse clock,
+# or a write in the same tick): its record is kept but not trusted, so the next run hashes it again
+# (ruff's and git's "racy" files).
+RACY_NS = 2_000_000_000
+
+
+def _write_json(file: str, data: dict[str, object]) -> None:
+    """Write ``data`` to ``file`` atomically (temp file + rename)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(file), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, separators=(",", ":"))
+        os.replace(tmp, file)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 class Cache:
@@ -183,23 +189,64 @@ class Cache:
         self.entries: dict[str, object] = self._read()  # key -> [day last used, dumped findings]
         self.dirty = False
         self.today = int(time.time() // 86400)
+        # the stat records: absolute path -> [size, mtime_ns, content digest, trusted by stat alone]
+        self.stat_file = self.file[:-len(".json")] + ".stat.json"
+        self.stats: dict[str, object] = self._read(self.stat_file)
+        self.new_stats: dict[str, list[object]] = {}
 
-    def _read(self) -> dict[str, object]:
+    def file_digest(self, path: str, read: Callable[[str], bytes]) -> str:
+        """The digest of the bytes of the file at ``path``: from its stat record where the file's size and
+        mtime match a trusted one (nothing read), else ``read(path)`` hashed (and recorded); what ``read``
+        raises passes through."""
         try:
-            data = json.loads(_read_regular(self.file))
+            st: os.stat_result | None = os.stat(path)
+        except OSError:
+            st = None  # ``read`` reports it
+        here = os.path.abspath(path)
+        record = self.stats.get(here)
+        if (st is not None and stat.S_ISREG(st.st_mode) and isinstance(record, list) and len(record) == 4
+                and record[0] == st.st_size and record[1] == st.st_mtime_ns and record[3] is True
+                and isinstance(record[2], str)):
+            return record[2]
+        data = read(path)
+        value = digest(data)
+        if st is not None and stat.S_ISREG(st.st_mode) and len(data) == st.st_size:
+            racy = st.st_mtime_ns >= time.time_ns() - RACY_NS  # (stat before the read: an edit after it
+            self.new_stats[here] = [st.st_size, st.st_mtime_ns, value, not racy]  # changes the mtime)
+        return value
+
+    def _deps_unchanged(self, deps: object) -> bool:
+        if not isinstance(deps, dict):
+            return False
+        for path, expected in deps.items():
+            try:
+                if self.file_digest(path, _read_regular) != expected:
+                    return False
+            except OSError:
+                return False
+        return True
+
+    def _read(self, file: str | None = None) -> dict[str, object]:
+        try:
+            data = json.loads(_read_regular(file if file is not None else self.file))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
 
     @staticmethod
     def key(data: bytes, settings: str) -> str:
-        return hashlib.sha256(data).hexdigest() + "-" + hashlib.sha256(settings.encode()).hexdigest()[:12]
+        return Cache.key_of(digest(data), settings)
+
+    @staticmethod
+    def key_of(content_digest: str, settings: str) -> str:
+        """:meth:`key` from the digest of the bytes (:func:`digest`, :meth:`file_digest`)."""
+        return content_digest + "-" + hashlib.sha256(settings.encode()).hexdigest()[:12]
 
     def get(self, key: str, path: str) -> list[Finding] | None:
         entry = self.entries.get(key)
         if not (isinstance(entry, list) and len(entry) in (2, 3)):
             return None
-        if len(entry) == 3 and not _deps_unchanged(entry[2]):
+        if len(entry) == 3 and not self._deps_unchanged(entry[2]):
             return None  # a finding depended on another file of the project, which changed
         try:
             findings = load(entry[1], path)
@@ -216,6 +263,8 @@ class Cache:
         self.dirty = True
 
     def save(self) -> None:
+        if self.new_stats:
+            self._save_stats()
         if not self.dirty:
             return
         try:
@@ -226,14 +275,20 @@ class Cache:
                 cutoff = self.today - self.KEEP_DAYS
                 merged = {k: v for k, v in merged.items() if isinstance(v, list) and len(v) in (2, 3)
                           and isinstance(v[0], int) and v[0] >= cutoff}
-                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.file), suffix=".tmp")
-                try:
-                    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                        json.dump(merged, fh, separators=(",", ":"))
-                    os.replace(tmp, self.file)
-                except BaseException:
-                    os.unlink(tmp)
-                    raise
+                _write_json(self.file, merged)
         except OSError:
             pass  # a cache that cannot be written is only slower
         self.dirty = False
+
+    def _save_stats(self) -> None:
+        """Merge the stat records of this run into the stat file (records of vanished files dropped)."""
+        try:
+            _make_cache_dir(os.path.dirname(self.stat_file))
+            with _locked(self.stat_file + ".lock"):
+                merged = self._read(self.stat_file)
+                merged.update(self.new_stats)
+                merged = {k: v for k, v in merged.items() if k in self.new_stats or os.path.exists(k)}
+                _write_json(self.stat_file, merged)
+        except OSError:
+            pass
+        self.new_stats = {}

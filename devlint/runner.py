@@ -83,10 +83,13 @@ def rules_for(path: str, config: Config, options: Options) -> list[Rule]:
     return select_rules(codes)
 
 
+def _cache_settings(rules: list[Rule], options: Options) -> str:
+    return ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter};" + options.settings.key()
+
+
 def _cache_key(data: bytes, rules: list[Rule], options: Options) -> str:
     """The results-cache key of a file's bytes linted with these rules and settings."""
-    return Cache.key(data, ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter};"
-                     + options.settings.key())
+    return Cache.key(data, _cache_settings(rules, options))
 
 
 def applicable(data: bytes, rules: list[Rule], project: Project | None = None, path: str | None = None) -> list[Rule]:
@@ -409,16 +412,17 @@ def run_stdin(data: bytes, filename: str, config: Config, options: Options) -> R
 def _cached(files: list[str], config: Config, options: Options, cache: Cache) -> list[FileResult | None]:
     """The results the cache holds (None for the files still to lint), or an unreadable file's error.
 
-    The main process answers cache hits; the workers read the other files again (from the OS's cache) and
-    key their results by the bytes they linted, so an edit in between cannot file a stale entry."""
+    The main process answers cache hits: a file whose size and mtime match its trusted stat record is not
+    read at all (:meth:`Cache.file_digest`); the workers read the other files again (from the OS's cache)
+    and key their results by the bytes they linted, so an edit in between cannot file a stale entry."""
     results: list[FileResult | None] = []
     for path in files:
         try:
-            data = read_bytes(path)
+            content = cache.file_digest(path, read_bytes)
         except SourceError as exc:
             results.append(FileResult(path, [_io_finding(path, str(exc))]))
             continue
-        cached = cache.get(_cache_key(data, rules_for(path, config, options), options), path)
+        cached = cache.get(Cache.key_of(content, _cache_settings(rules_for(path, config, options), options)), path)
         results.append(None if cached is None else FileResult(path, cached))
     return results
 

@@ -1,0 +1,131 @@
+"""The warm cache trusts a file's size and mtime (ruff's approach): nothing is read when nothing changed,
+yet an edit within the same tick (same size, mtime set back), a touched file and an edited dependency are
+all handled as the content says."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from devlint import cache as cache_mod
+from devlint import runner
+from devlint.config import Config
+from devlint.runner import Options, run
+
+PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
+OLD = 1_600_000_000 * 10**9  # an mtime long before any cache write: trusted by stat alone
+
+
+def _age(root: Path) -> None:
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(OLD, OLD))
+
+
+def _found(result: runner.RunResult) -> list[tuple[str, str, int, int]]:
+    return sorted((os.path.basename(f.path), f.code, f.start.row, f.start.column) for f in result.findings)
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """The source files whose bytes devlint reads (the runner's and the cache's readers)."""
+    seen: list[str] = []
+    real_runner, real_cache = runner.read_bytes, cache_mod._read_regular
+
+    def runner_read(path: str) -> bytes:
+        seen.append(path)
+        return real_runner(path)
+
+    def cache_read(path: str) -> bytes:
+        if path.endswith(".py"):
+            seen.append(path)
+        return real_cache(path)
+
+    monkeypatch.setattr(runner, "read_bytes", runner_read)
+    monkeypatch.setattr(cache_mod, "_read_regular", cache_read)
+    return seen
+
+
+def _tree(tmp_path: Path) -> tuple[Path, Config, Options]:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text('import torch\n\ndevice = "cuda"\n')
+    (src / "b.py").write_text("import torch\n\nx = torch.zeros(3).cuda()\n")
+    (src / "c.py").write_text("print('nothing here')\n")
+    _age(src)
+    options = Options(select={c for c in runner.all_rules()}, jobs=1, cache_dir=str(tmp_path / "cache"))
+    return src, Config(root=tmp_path), options
+
+
+def test_warm_run_reads_no_file_when_nothing_changed(tmp_path, reads):
+    src, config, options = _tree(tmp_path)
+    cold = _found(run([str(src)], config, options))
+    assert ("a.py", "DEV001", 3, 10) in cold
+    assert len(reads) >= 3  # the cold run hashes and lints each file
+    reads.clear()
+    assert _found(run([str(src)], config, options)) == cold
+    assert reads == []
+
+
+def test_same_size_edit_with_the_old_mtime_is_seen(tmp_path, reads):
+    src, config, options = _tree(tmp_path)
+    path = src / "a.py"
+    path.write_text('import torch\n\ndevice = "cpu0"\n')  # fresh mtime: racy, recorded but not trusted
+    before = path.stat().st_mtime_ns
+    assert ("a.py", "DEV001", 3, 10) not in _found(run([str(src)], config, options))
+    path.write_text('import torch\n\ndevice = "cuda"\n')  # same size, same tick
+    os.utime(path, ns=(before, before))
+    assert path.stat().st_size == len('import torch\n\ndevice = "cpu0"\n')
+    assert ("a.py", "DEV001", 3, 10) in _found(run([str(src)], config, options))
+
+
+def test_trusted_record_is_not_reused_when_the_mtime_differs(tmp_path, reads):
+    src, config, options = _tree(tmp_path)
+    run([str(src)], config, options)
+    path = src / "a.py"
+    path.write_text('import torch\n\ndevice = "cpu0"\n')  # same size, new mtime
+    os.utime(path, ns=(OLD + 10**9, OLD + 10**9))
+    assert ("a.py", "DEV001", 3, 10) not in _found(run([str(src)], config, options))
+
+
+def test_touched_file_keeps_its_cached_result(tmp_path, reads, monkeypatch):
+    src, config, options = _tree(tmp_path)
+    cold = _found(run([str(src)], config, options))
+    linted: list[str] = []
+    real = runner.process_file
+    monkeypatch.setattr(runner, "process_file", lambda path, *a, **k: linted.append(path) or real(path, *a, **k))
+    os.utime(src / "b.py", ns=(OLD + 5 * 10**9, OLD + 5 * 10**9))
+    reads.clear()
+    assert _found(run([str(src)], config, options)) == cold
+    assert linted == []  # a hit: hashed again (the mtime changed), not linted again
+    assert reads == [str(src / "b.py")]
+    reads.clear()
+    run([str(src)], config, options)
+    assert reads == []  # and recorded with the new mtime
+
+
+@pytest.mark.parametrize("prefilter", [
+    False,
+    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
+        "the pre-filter's screen consults the project (CUDA-only imports) without recording the files it "
+        "looked at in Project.consulted, so a result it decides carries no deps"))),
+])
+def test_dependency_edit_invalidates(tmp_path, reads, prefilter):
+    root = tmp_path / "reranking"
+    shutil.copytree(PROJECTS / "kernels" / "reranking", root)
+    _age(root)
+    config = Config(root=root)
+    options = Options(select={c for c in runner.all_rules()}, jobs=1, cache_dir=str(tmp_path / "cache"),
+                      prefilter=prefilter)
+    first = _found(run([str(root)], config, options))
+    assert not [f for f in first if f[0] == "main.py"]  # CUDA-only through rerank.py
+    assert _found(run([str(root)], config, options)) == first
+    reads.clear()
+    (root / "rerank.py").write_text('"""Nothing CUDA-only here any more."""\n\n\ndef rerank(q, g, k):\n    return q\n')
+    os.utime(root / "rerank.py", ns=(OLD + 10**9, OLD + 10**9))
+    after = _found(run([str(root)], config, options))
+    fresh = _found(run([str(root)], config, Options(select=options.select, jobs=1, prefilter=prefilter)))
+    assert after == fresh
+    assert [f for f in after if f[0] == "main.py"]  # main.py's .cuda() calls are now reported
