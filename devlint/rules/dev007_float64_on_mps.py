@@ -29,6 +29,9 @@ _CYCLE = ""  # what a name's own binding (x = x.unsqueeze(0)) says of it while i
 _NONE: frozenset[str] = frozenset()
 
 
+_FLOAT64_NAMES = frozenset({"float64", "double", "set_default_dtype", "DoubleTensor", "float_"})
+
+
 @dataclass(frozen=True)
 class Float64Evidence(Evidence):
     """How the float64 tensor reaches the mps device: ``factory`` (``torch.zeros(..., dtype=torch.float64,
@@ -196,10 +199,20 @@ early cell counts for the cells after it. The finding names its cell (`nb.ipynb:
     )
 
     def screen(self, index: AstIndex) -> bool:
-        """The file imports torch and has an mps device string (every finding's device comes from one)."""
-        return index.imports_torch and any(
-            isinstance(node, ast.Constant) and isinstance(node.value, str) and devices.is_mps_device(node.value)
-            for node in ast.walk(index.tree))
+        """The file imports torch, has an mps device string (every finding's device comes from one) and a
+        source of float64: a name of the dtype (``float64``, ``double``, ``.double()``, ``set_default_dtype``)
+        or NumPy (whose float arrays are float64)."""
+        if not index.imports_torch:
+            return False
+        mps = float64 = any(m == "numpy" or m.startswith("numpy.") for m in index.imported_modules)
+        for node in ast.walk(index.tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                mps = mps or devices.is_mps_device(node.value)
+            elif isinstance(node, (ast.Attribute, ast.Name)):
+                float64 = float64 or (node.attr if isinstance(node, ast.Attribute) else node.id) in _FLOAT64_NAMES
+            if mps and float64:
+                return True
+        return False
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
