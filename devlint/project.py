@@ -6,8 +6,9 @@ files of the run, read and parsed on demand (only when a finding hangs on them),
 analyses the rules use, so a fact means the same across files as within one. Every file consulted is
 recorded (``consulted``) so that the results cache can tell when a finding depends on another file.
 
-Bounded: contexts are kept in a small LRU, a function name is searched in the tree's bytes before any file is
-parsed, and the searches that may fan out (callers of callers) have a depth limit.
+Bounded: contexts, files' bytes (by their total size) and the call sites found by name are kept in small
+LRUs, so that a worker's memory does not grow with the tree; a function name is searched in the tree's bytes
+before any file is parsed, and the searches that may fan out (callers of callers) have a depth limit.
 """
 
 from __future__ import annotations
@@ -35,15 +36,18 @@ class Project:
 
     MAX_CONTEXTS = 48
     MAX_CALLER_FILES = 40  # a name called from more files than this: its callers are not all looked at
+    MAX_BYTES = 16 * 1024 * 1024  # files' bytes kept (the rest is read again: from the OS's cache)
+    MAX_CALLER_NAMES = 16  # call-site lists kept (each holds the parsed files it found calls in)
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths = sorted({os.path.abspath(p) for p in paths})
         self._path_set = set(self.paths)
         self._modules: dict[str, list[str]] | None = None
         self._contexts: OrderedDict[str, Context | None] = OrderedDict()
-        self._bytes: dict[str, bytes | None] = {}
+        self._bytes: OrderedDict[str, bytes | None] = OrderedDict()
+        self._bytes_held = 0
         self._nccl: bool | None = None
-        self._callers: dict[str, list[tuple[Context, cst.Call]] | None] = {}
+        self._callers: OrderedDict[str, list[tuple[Context, cst.Call]] | None] = OrderedDict()
         self.consulted: set[str] = set()
         self._evidence: dict[str, dict[str, bool]] = {}
         self._exports: dict[str, dict[str, tuple[int, str, str]]] = {}
@@ -52,13 +56,21 @@ class Project:
     # --- files ----------------------------------------------------------------------------------
     def read(self, path: str) -> bytes | None:
         """A file's bytes; None for what cannot be read or is no regular file (a FIFO would block)."""
-        if path not in self._bytes:
-            try:
-                with open(path, "rb", opener=_regular_file) as fh:
-                    self._bytes[path] = fh.read()
-            except OSError:
-                self._bytes[path] = None
-        return self._bytes[path]
+        if path in self._bytes:
+            self._bytes.move_to_end(path)
+            return self._bytes[path]
+        data: bytes | None
+        try:
+            with open(path, "rb", opener=_regular_file) as fh:
+                data = fh.read()
+        except OSError:
+            data = None
+        self._bytes[path] = data
+        self._bytes_held += len(data or b"")
+        while self._bytes_held > self.MAX_BYTES and len(self._bytes) > 1:
+            _, old = self._bytes.popitem(last=False)
+            self._bytes_held -= len(old or b"")
+        return data
 
     def context(self, path: str) -> Context | None:
         """The LibCST context of a file of the run (None when it cannot be read or parsed)."""
@@ -296,7 +308,9 @@ class Project:
         ``also``: only in the files that mention one of those too (a method's class, a function's module or
         its package) and in ``home``, its own file), or None when too many files call it to look at them all."""
         key = f"{name}/{also}/{home}"
-        if key not in self._callers:
+        if key in self._callers:
+            self._callers.move_to_end(key)
+        else:
             word = name.encode()
             pattern = re.compile(rb"\b" + re.escape(word) + rb"\s*\(")
             others = [a.encode() for a in also]
@@ -322,6 +336,8 @@ class Project:
                         if called == name:
                             found.append((ctx, call))
                 self._callers[key] = found
+            if len(self._callers) > self.MAX_CALLER_NAMES:
+                self._callers.popitem(last=False)
         return self._callers[key]
 
 

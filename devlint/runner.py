@@ -427,25 +427,53 @@ def _cached(files: list[str], config: Config, options: Options, cache: Cache) ->
     return results
 
 
+# --- the worker pool ----------------------------------------------------------------------------------
+# Memory is bounded per worker, not per run: a worker's heap grows with what it has parsed (CPython and
+# LibCST keep freed arenas; the project's caches fill), so each worker is replaced after RECYCLE_FILES files
+# (a fresh pool per batch of files: workers are forked from the main process, cheap once LibCST is imported
+# there), and no more workers are started than the memory available holds at WORKER_MB each.
+RECYCLE_FILES = 400  # files one worker lints before it is replaced
+WORKER_MB = 120  # the peak memory of one worker (measured on transformers and torch: 60-110 MB)
+
+
+def available_mb() -> float | None:
+    """The memory available to new processes (Linux: MemAvailable of /proc/meminfo), None where unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def worker_count(jobs: int, files: int, memory_mb: float | None) -> int:
+    """How many workers to start: no more than asked (``jobs``, the core count by default), than files, or
+    than the memory available holds (``memory_mb`` // :data:`WORKER_MB`); at least one."""
+    count = min(jobs, files)
+    if memory_mb is not None:
+        count = min(count, int(memory_mb // WORKER_MB))
+    return max(1, count)
+
+
+def _batches(files: list[str], jobs: int) -> list[tuple[int, list[list[str]]]]:
+    """The files in batches of at most ``jobs`` * :data:`RECYCLE_FILES` (one pool each), each cut into
+    chunks (one task each); with the index of each batch's first file."""
+    size = max(1, min(16, len(files) // (jobs * 8)))
+    step = jobs * RECYCLE_FILES
+    return [(start, [files[i:i + size] for i in range(start, min(start + step, len(files)), size)])
+            for start in range(0, len(files), step)]
+
+
 def _process_all(files: list[str], config: Config, options: Options, project: list[str]) -> list[FileResult]:
     """:func:`process_file` on each file, in ``options.jobs`` worker processes where that is more than one;
-    ``project``: every file of the run (what the analyses may look at across files)."""
+    ``project``: every file of the run (what the analyses may look at across files). Results come back in
+    the order of ``files``; each is placed as soon as its worker returns it (nothing waits for the rest)."""
     if options.jobs > 1 and len(files) > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        jobs = min(options.jobs, len(files))
-        with interrupt.terminating():  # SIGTERM, like Ctrl-C, ends the pool's workers before devlint exits
-            pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_pool_worker, initargs=(project,))
-            try:  # (not pool.map: on an interrupt it cancels futures the pool then fails to mark broken)
-                size = max(1, min(16, len(files) // (jobs * 8)))
-                futures = [pool.submit(_work_chunk, files[i:i + size], config, options)
-                           for i in range(0, len(files), size)]
-                done = [r for future in futures for r in future.result()]
-            except BaseException:
-                interrupt.stop_pool(pool)
-                raise
-            pool.shutdown()
-            return done
+        jobs = worker_count(options.jobs, len(files), available_mb())
+        if jobs > 1:
+            return _in_pools(files, config, options, project, jobs)
     thresholds = gc.get_threshold()
     _init_worker(project)
     try:
@@ -453,3 +481,32 @@ def _process_all(files: list[str], config: Config, options: Options, project: li
     finally:
         _init_worker([])
         gc.set_threshold(*thresholds)
+
+
+def _in_pools(files: list[str], config: Config, options: Options, project: list[str],
+              jobs: int) -> list[FileResult]:
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    import libcst  # noqa: F401 - imported once here, shared by every worker forked (and recycled) after
+
+    results: list[FileResult | None] = [None] * len(files)
+    with interrupt.terminating():  # SIGTERM, like Ctrl-C, ends the pool's workers before devlint exits
+        for start, chunks in _batches(files, jobs):
+            pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_pool_worker, initargs=(project,))
+            try:  # (not pool.map: on an interrupt it cancels futures the pool then fails to mark broken)
+                pending = {}
+                at = start
+                for chunk in chunks:
+                    pending[pool.submit(_work_chunk, chunk, config, options)] = at
+                    at += len(chunk)
+                while pending:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        at = pending.pop(future)
+                        for i, r in enumerate(future.result()):
+                            results[at + i] = r
+            except BaseException:
+                interrupt.stop_pool(pool)
+                raise
+            pool.shutdown()
+    return [r for r in results if r is not None]
