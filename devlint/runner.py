@@ -433,7 +433,7 @@ def _cached(files: list[str], config: Config, options: Options, cache: Cache) ->
 # (a fresh pool per batch of files: workers are forked from the main process, cheap once LibCST is imported
 # there), and no more workers are started than the memory available holds at WORKER_MB each.
 RECYCLE_FILES = 400  # files one worker lints before it is replaced
-WORKER_MB = 120  # the peak memory of one worker (measured on transformers and torch: 60-110 MB)
+WORKER_MB = 200  # the peak memory of one worker (measured on transformers: 90-180 MB)
 
 
 def available_mb() -> float | None:
