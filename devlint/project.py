@@ -228,6 +228,7 @@ class Project:
         """Does function ``symbol`` of ``path`` hold grad/device evidence, or call the project (the ``ast``
         screen's question, so that a ``.numpy()`` on what it returns keeps its caller's file for the full
         analysis)? Each file is screened once; its answers are kept, not its tree."""
+        self.consulted.add(path)  # the asking file's result depends on this one (the results cache's deps)
         if path not in self._evidence:
             self._evidence[path] = {}  # recursion: nothing known while computing
             from devlint import screen
@@ -283,6 +284,8 @@ class Project:
             path = self.module_file(module, near)
             if cuda_only(module, path):
                 return True
+            if path is not None:
+                self.consulted.add(path)  # its top imports decide: the asking file depends on it
             if path is not None and any(cuda_only(m, self.module_file(m, path)) for m in self._top_imports(path)):
                 return True
         return False

@@ -106,12 +106,7 @@ def test_touched_file_keeps_its_cached_result(tmp_path, reads, monkeypatch):
     assert reads == []  # and recorded with the new mtime
 
 
-@pytest.mark.parametrize("prefilter", [
-    False,
-    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-        "the pre-filter's screen consults the project (CUDA-only imports) without recording the files it "
-        "looked at in Project.consulted, so a result it decides carries no deps"))),
-])
+@pytest.mark.parametrize("prefilter", [False, True])
 def test_dependency_edit_invalidates(tmp_path, reads, prefilter):
     root = tmp_path / "reranking"
     shutil.copytree(PROJECTS / "kernels" / "reranking", root)
