@@ -98,6 +98,16 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return [part for value in values for part in value.split(",") if part.strip()]
 
 
+def _shard(value: str | None) -> tuple[int, int] | None:
+    """``K/N`` (1 <= K <= N) -> (K, N); a usage error otherwise."""
+    if value is None:
+        return None
+    k, sep, n = value.partition("/")
+    if sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n):
+        return int(k), int(n)
+    raise click.BadParameter(f"{value!r} is not K/N with 1 <= K <= N (e.g. 2/4)", param_hint="'--shard'")
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
@@ -132,6 +142,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Apply exclude, extend-exclude and .gitignore to the paths named too (as pre-commit names "
                    "every file).")
 @click.option("--add-noqa", is_flag=True, help="Write a `# noqa: CODE` comment on the line of each finding.")
+@click.option("--shard", metavar="K/N", callback=lambda _c, _p, v: _shard(v),
+              help="Lint only the K-th of N shards of the files (a stable split by path, for a CI matrix); "
+                   "analyses across files still see every file.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied (with --fix) or available, per file.")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
               help="Report only findings not recorded in this baseline file (default: [tool.devlint] baseline).")
@@ -142,8 +155,8 @@ def check(ctx: click.Context, paths: tuple[str, ...], fix: bool, unsafe_fixes: b
           select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...], exit_zero: bool,
           statistics: bool, output_format: str | None, color: str, quiet: bool, config_file: str | None,
           jobs: int | None, no_cache: bool, cache_dir: str | None, no_prefilter: bool, device_fallback: str | None,
-          stdin_filename: str | None, force_exclude: bool, add_noqa: bool, show_fixes: bool,
-          baseline_file: str | None, update_baseline: bool) -> None:
+          stdin_filename: str | None, force_exclude: bool, add_noqa: bool, shard: tuple[int, int] | None,
+          show_fixes: bool, baseline_file: str | None, update_baseline: bool) -> None:
     """Lint PATHS (default: the current directory; `-`: standard input)."""
     _no_such_command(ctx, paths)
     if add_noqa and (fix or diff or update_baseline):
@@ -156,7 +169,7 @@ def check(ctx: click.Context, paths: tuple[str, ...], fix: bool, unsafe_fixes: b
     try:
         options = Options(select=codes, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, prefilter=not no_prefilter,
                           cache_dir=_cache_dir(config, no_cache, cache_dir), jobs=jobs or os.cpu_count() or 1,
-                          settings=settings, force_exclude=force_exclude, add_noqa=add_noqa)
+                          settings=settings, force_exclude=force_exclude, add_noqa=add_noqa, shard=shard)
         result = run(list(paths), config, options) if stdin is None else run_stdin(data, stdin, config, options)
     except Exception as exc:  # noqa: BLE001 - an internal error: say so, exit 2
         click.echo(f"devlint: internal error: {type(exc).__name__}: {exc}", err=True)

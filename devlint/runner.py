@@ -6,7 +6,9 @@ import dataclasses
 import difflib
 import gc
 import os
+import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from devlint import interrupt, notebook, screen
 from devlint.addnoqa import add_noqa
@@ -35,6 +37,7 @@ class Options:
     settings: Settings = DEFAULT_SETTINGS  # what the rules are told (device-fallback, ...)
     force_exclude: bool = False  # the exclusions apply to the paths named too
     add_noqa: bool = False  # write a noqa comment on each finding's line instead of reporting it
+    shard: tuple[int, int] | None = None  # (K, N): lint only the K-th of N shards of the files
 
     @property
     def rewrites(self) -> bool:
@@ -371,9 +374,24 @@ def _init_pool_worker(files: list[str]) -> None:
     _init_worker(files)
 
 
+def in_shard(path: str, shard: tuple[int, int], root: Path) -> bool:
+    """Is ``path`` in shard K of N? A stable split: the CRC-32 of its POSIX path relative to ``root`` (the same
+    on every machine and run), modulo N."""
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(root).as_posix()
+    except ValueError:
+        rel = Path(os.path.abspath(path)).as_posix()
+    k, n = shard
+    return zlib.crc32(rel.encode("utf-8", "surrogateescape")) % n == k - 1
+
+
 def run(paths: list[str], config: Config, options: Options) -> RunResult:
     unreadable: list[tuple[str, str]] = []  # directories that could not be listed: E902 each
     files = list(iter_files(paths, config, options.force_exclude, unreadable))
+    project = [f for f in files if not notebook.is_notebook(f)]  # a notebook is no module another file imports
+    if options.shard is not None:  # the project stays whole: analyses across files see every file
+        files = [f for f in files if in_shard(f, options.shard, config.root)]
+        unreadable = [(p, why) for p, why in unreadable if in_shard(p, options.shard, config.root)]
     cache = None
     if options.cache_dir is not None and not options.rewrites:
         cache = Cache(options.cache_dir)
@@ -381,7 +399,6 @@ def run(paths: list[str], config: Config, options: Options) -> RunResult:
     if cache is not None:
         results = _cached(files, config, options, cache)
     todo = [i for i, r in enumerate(results) if r is None]
-    project = [f for f in files if not notebook.is_notebook(f)]  # a notebook is no module another file imports
     done = _process_all([files[i] for i in todo], config, options, project)
     for i, r in zip(todo, done, strict=True):
         results[i] = r
