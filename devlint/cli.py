@@ -98,6 +98,12 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return [part for value in values for part in value.split(",") if part.strip()]
 
 
+def _lint_progress(output_format: str) -> bool | None:
+    """Progress for a lint: on a terminal (None: progress.wanted decides) for the formats people read, never
+    in machine output."""
+    return None if output_format in ("concise", "text", "full") else False
+
+
 def _shard(value: str | None) -> tuple[int, int] | None:
     """``K/N`` (1 <= K <= N) -> (K, N); a usage error otherwise."""
     if value is None:
@@ -169,7 +175,8 @@ def check(ctx: click.Context, paths: tuple[str, ...], fix: bool, unsafe_fixes: b
     try:
         options = Options(select=codes, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, prefilter=not no_prefilter,
                           cache_dir=_cache_dir(config, no_cache, cache_dir), jobs=jobs or os.cpu_count() or 1,
-                          settings=settings, force_exclude=force_exclude, add_noqa=add_noqa, shard=shard)
+                          settings=settings, force_exclude=force_exclude, add_noqa=add_noqa, shard=shard,
+                          progress=_lint_progress(output_format or config.output_format or report.DEFAULT_FORMAT))
         result = run(list(paths), config, options) if stdin is None else run_stdin(data, stdin, config, options)
     except Exception as exc:  # noqa: BLE001 - an internal error: say so, exit 2
         click.echo(f"devlint: internal error: {type(exc).__name__}: {exc}", err=True)

@@ -19,6 +19,7 @@ from devlint.diagnostics import IO_ERROR, NOTEBOOK_ERROR, SYNTAX_ERROR, Finding
 from devlint.discovery import is_excluded, iter_files, per_file_ignored
 from devlint.engine import LintResult, fix_text, lint_text, syntax_finding
 from devlint.noqa import is_suppressed, noqa_lines
+from devlint.progress import Progress
 from devlint.project import Project
 from devlint.rules import all_rules, select_rules
 from devlint.rules.base import Rule
@@ -38,6 +39,7 @@ class Options:
     force_exclude: bool = False  # the exclusions apply to the paths named too
     add_noqa: bool = False  # write a noqa comment on each finding's line instead of reporting it
     shard: tuple[int, int] | None = None  # (K, N): lint only the K-th of N shards of the files
+    progress: bool | None = False  # files done on standard error (None: only when a person is watching)
 
     @property
     def rewrites(self) -> bool:
@@ -487,21 +489,26 @@ def _process_all(files: list[str], config: Config, options: Options, project: li
     """:func:`process_file` on each file, in ``options.jobs`` worker processes where that is more than one;
     ``project``: every file of the run (what the analyses may look at across files). Results come back in
     the order of ``files``; each is placed as soon as its worker returns it (nothing waits for the rest)."""
-    if options.jobs > 1 and len(files) > 1:
-        jobs = worker_count(options.jobs, len(files), available_mb())
-        if jobs > 1:
-            return _in_pools(files, config, options, project, jobs)
-    thresholds = gc.get_threshold()
-    _init_worker(project)
-    try:
-        return [process_file(path, config, options) for path in files]
-    finally:
-        _init_worker([])
-        gc.set_threshold(*thresholds)
+    with Progress(f"devlint: {len(files)} files", len(files), enabled=options.progress) as shown:
+        if options.jobs > 1 and len(files) > 1:
+            jobs = worker_count(options.jobs, len(files), available_mb())
+            if jobs > 1:
+                return _in_pools(files, config, options, project, jobs, shown)
+        thresholds = gc.get_threshold()
+        _init_worker(project)
+        try:
+            done = []
+            for path in files:
+                done.append(process_file(path, config, options))
+                shown.advance()
+            return done
+        finally:
+            _init_worker([])
+            gc.set_threshold(*thresholds)
 
 
 def _in_pools(files: list[str], config: Config, options: Options, project: list[str],
-              jobs: int) -> list[FileResult]:
+              jobs: int, shown: Progress | None = None) -> list[FileResult]:
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     import libcst  # noqa: F401 - imported once here, shared by every worker forked (and recycled) after
@@ -520,8 +527,11 @@ def _in_pools(files: list[str], config: Config, options: Options, project: list[
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in finished:
                         at = pending.pop(future)
-                        for i, r in enumerate(future.result()):
+                        chunk_results = future.result()
+                        for i, r in enumerate(chunk_results):
                             results[at + i] = r
+                        if shown is not None:
+                            shown.advance(len(chunk_results))
             except BaseException:
                 interrupt.stop_pool(pool)
                 raise
