@@ -17,7 +17,7 @@ import os
 import re
 import stat
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from devlint.context import Context, dotted_name
@@ -54,6 +54,15 @@ class Project:
         self._cuda_extensions: frozenset[str] | None = None
 
     # --- files ----------------------------------------------------------------------------------
+    def siblings(self, path: str) -> Iterator[bytes]:
+        """The bytes of the project's other regular files in ``path``'s directory, one at a time, each recorded
+        as consulted when it is read (a caller that stops early depends on no more than it read)."""
+        here = os.path.abspath(path)
+        for other in self.paths:
+            if other != here and os.path.dirname(other) == os.path.dirname(here) and os.path.isfile(other):
+                self.consulted.add(other)
+                yield self.read(other) or b""
+
     def read(self, path: str) -> bytes | None:
         """A file's bytes; None for what cannot be read or is no regular file (a FIFO would block)."""
         if path in self._bytes:

@@ -319,13 +319,9 @@ def _cpu_only_program(ctx: Context) -> bool:
     Python file of its directory (the file alone, outside a project; regular files only: a FIFO would block)
     mentions CUDA, a GPU, mps or xpu, and one of them calls ``torch.save``? What such a program loads, it
     saved from CPU tensors."""
-    here = os.path.abspath(ctx.path)
     texts = [(ctx.text or ctx.module.code).encode("utf-8", "replace")]
     if ctx.project is not None:
-        for path in ctx.project.paths:
-            if path != here and os.path.dirname(path) == os.path.dirname(here) and os.path.isfile(path):
-                ctx.project.consulted.add(path)
-                texts.append(ctx.project.read(path) or b"")
+        texts.extend(ctx.project.siblings(ctx.path))
     if any(devices.ACCELERATOR_MENTION.search(text) for text in texts):
         return False
     save = devices.SAVE_FUNC.rsplit(".", 1)[1].encode()

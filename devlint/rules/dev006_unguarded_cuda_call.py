@@ -355,7 +355,12 @@ def _helper_test(ctx: Context, test: cst.BaseExpression) -> bool:
 def device_agnostic(ctx: Context) -> bool:
     """Does this file have a fallback somewhere (a path it takes without CUDA)? It asks whether an accelerator
     is there (a GPU count only when compared with zero: a count of GPUs to spread work over is no fallback),
-    compares a device with "cpu" / "mps" or chooses one, or has a GPU option that is off by default."""
+    compares a device with "cpu" / "mps" or chooses one, or has a GPU option that is off by default. Computed
+    once per module (DEV005 asks too)."""
+    return ctx.shared("dev006.device_agnostic", _device_agnostic)
+
+
+def _device_agnostic(ctx: Context) -> bool:
     if any(_asks_availability(ctx, c) for c in ctx.nodes(cst.Call)):
         return True
     uses = device_uses(ctx)

@@ -4,7 +4,6 @@ that ``model.to()`` does not move) combined with a tensor on the module's device
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -1087,13 +1086,7 @@ def _mentions_device(ctx: Context) -> bool:
         return True
     if ctx.project is None or _is_script(ctx.module):
         return False
-    here = os.path.abspath(ctx.path)
-    for path in ctx.project.paths:
-        if path != here and os.path.dirname(path) == os.path.dirname(here) and os.path.isfile(path):
-            ctx.project.consulted.add(path)
-            if _mentions(ctx.project.read(path) or b""):
-                return True
-    return False
+    return any(_mentions(data) for data in ctx.project.siblings(ctx.path))
 
 
 def _is_script(module: cst.Module) -> bool:
