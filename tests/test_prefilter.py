@@ -84,3 +84,49 @@ def test_mutation_check_can_fail(monkeypatch, mutation):
 class _Never:
     def search(self, data: bytes) -> None:
         return None
+
+
+def _passes(code: str, source: str) -> bool:
+    return code in {r.code for r in applicable(textwrap.dedent(source).encode(), select_rules({code}))}
+
+
+@pytest.mark.parametrize("source, expected", [
+    # every DEV007 finding needs an mps string in a device position: NumPy alone is a float64 source, not a device
+    ("import numpy as np\nimport torch\nx = torch.from_numpy(np.zeros(3)).to(device)\n", False),
+    # a string compared with a device's type is a bool, not a device
+    ("import numpy as np\nimport torch\ndef f(x):\n    if x.device.type == 'mps':\n        return x.double()\n", False),
+    ("import numpy as np\nimport torch\nx = torch.from_numpy(np.zeros(3)).to('mps')\n", True),
+    ("import torch\ndevice = 'mps'\nx = torch.zeros(3, dtype=torch.float64, device=device)\n", True),
+])
+def test_dev007_screen_needs_an_mps_device_string(source, expected):
+    assert _passes("DEV007", source) is expected
+
+
+_MODULE = """\
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        {line}
+        return self.fc(x)
+"""
+
+
+@pytest.mark.parametrize("line, expected", [
+    # DEV009 follows only factories that make a CPU tensor of one or more dimensions (its _factory)
+    ("drop = torch.rand([]) < 0.1", False),  # 0-dim: torch takes it with a GPU tensor
+    ("scale = torch.tensor(self.fc.in_features)", False),  # torch.tensor(value): may be 0-dim
+    ("z = torch.zeros((), dtype=x.dtype)", False),
+    ("buf = torch.empty(3, out=x)", False),  # out= decides the device
+    ("pos = torch.arange(x.size(1), device=x.device)", False),
+    ("pos = torch.arange(x.size(1))\n        x = x + pos", True),
+    ("mask = torch.tensor([1.0, 0.0, 1.0, 0.0])\n        x = x * mask", True),
+    ("def inner():\n            return torch.ones(4)\n        x = x + inner()", True),  # a nested function's call
+])
+def test_dev009_screen_reads_factories_as_the_rule_does(line, expected):
+    assert _passes("DEV009", _MODULE.format(line=line)) is expected

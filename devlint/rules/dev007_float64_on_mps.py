@@ -15,7 +15,7 @@ from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, Fix
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, insert_after, replace_token
 from devlint.rules.fixes import torch_name
-from devlint.screen import AstIndex
+from devlint.screen import AstIndex, walk
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -199,15 +199,20 @@ early cell counts for the cells after it. The finding names its cell (`nb.ipynb:
     )
 
     def screen(self, index: AstIndex) -> bool:
-        """The file imports torch, has an mps device string (every finding's device comes from one) and a
+        """The file imports torch, has an mps device string (every finding's device comes from one; a string
+        compared with something is not one) and a
         source of float64: a name of the dtype (``float64``, ``double``, ``.double()``, ``set_default_dtype``)
         or NumPy (whose float arrays are float64)."""
         if not index.imports_torch:
             return False
-        mps = float64 = any(m == "numpy" or m.startswith("numpy.") for m in index.imported_modules)
-        for node in ast.walk(index.tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                mps = mps or devices.is_mps_device(node.value)
+        mps = False
+        float64 = any(m == "numpy" or m.startswith("numpy.") for m in index.imported_modules)
+        compared: set[int] = set()  # operands of a comparison (``device.type == "mps"``): a bool, not a device
+        for node in walk(index.tree):
+            if isinstance(node, ast.Compare):
+                compared.update(map(id, (node.left, *node.comparators)))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                mps = mps or (devices.is_mps_device(node.value) and id(node) not in compared)
             elif isinstance(node, (ast.Attribute, ast.Name)):
                 float64 = float64 or (node.attr if isinstance(node, ast.Attribute) else node.id) in _FLOAT64_NAMES
             if mps and float64:

@@ -15,7 +15,7 @@ from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, Fix
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, insert_after, node_end, node_start
 from devlint.rules.fixes import preferred_quote
-from devlint.screen import AstIndex, dotted
+from devlint.screen import AstIndex, dotted, walk
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -339,7 +339,7 @@ notebook's code and the Python files beside it. `--fix` rewrites only the change
             name = _screen_factory(call)
             return name is not None and any(q == "torch." + name for q in index.qualnames(call.func))
 
-        return any(_screen_class(cls, factory) for cls in ast.walk(index.tree) if isinstance(cls, ast.ClassDef))
+        return any(_screen_class(cls, index, factory) for cls in index.classes)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch or _sets_default_device(ctx):
@@ -1000,7 +1000,7 @@ def _op_name(name: str) -> str:
 
 
 # --- whether the program may put the module on a device ---------------------------------------------------------
-def _screen_class(cls: ast.ClassDef, factory: Callable[[ast.Call], bool]) -> bool:
+def _screen_class(cls: ast.ClassDef, index: AstIndex, factory: Callable[[ast.Call], bool]) -> bool:
     """May the class hold a finding? It defines ``forward``, and a factory call of ``factory`` is in
     ``forward`` or a method ``forward`` calls as ``self.m(...)``, or in ``__init__`` where it may reach a
     plain attribute (``self.x = <it>``, also through local names)."""
@@ -1008,18 +1008,27 @@ def _screen_class(cls: ast.ClassDef, factory: Callable[[ast.Call], bool]) -> boo
     forward = methods.get("forward")
     if forward is None:
         return False
-    called = {n.func.attr for n in ast.walk(forward) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    called = {n.func.attr for n in _method_calls(forward, index) if isinstance(n.func, ast.Attribute)
               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"}
     for name in {"forward"} | (called & methods.keys()) - {"__init__"}:
-        if any(isinstance(n, ast.Call) and factory(n) for n in ast.walk(methods[name])):
+        if any(factory(n) for n in _method_calls(methods[name], index)):
             return True
     init = methods.get("__init__")
-    return init is not None and _screen_init(init, factory)
+    return init is not None and any(factory(n) for n in _method_calls(init, index)) and _screen_init(init, factory)
+
+
+def _method_calls(method: ast.FunctionDef | ast.AsyncFunctionDef, index: AstIndex) -> Iterator[ast.Call]:
+    """Every call in a method: its body (from the index's scopes), its decorators and its parameters' defaults."""
+    yield from index.scope_of[id(method)].all_calls()
+    args = method.args
+    for part in (*method.decorator_list, *args.defaults, *args.kw_defaults):
+        if part is not None:
+            yield from (n for n in walk(part) if isinstance(n, ast.Call))
 
 
 def _screen_init(init: ast.FunctionDef | ast.AsyncFunctionDef, factory: Callable[[ast.Call], bool]) -> bool:
     """Does a factory call reach ``self.x = ...`` in ``__init__``, directly or through local names?"""
-    assigns = [n for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
+    assigns = [n for n in walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
 
     def feeds(value: ast.AST | None, names: set[str]) -> bool:
         return value is not None and any((isinstance(n, ast.Call) and factory(n))
@@ -1032,7 +1041,7 @@ def _screen_init(init: ast.FunctionDef | ast.AsyncFunctionDef, factory: Callable
         changed = False
         for a in assigns:
             targets = a.targets if isinstance(a, ast.Assign) else [a.target]
-            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} - tainted
+            names = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)} - tainted
             if names and feeds(a.value, tainted):
                 tainted |= names
                 changed = True
@@ -1054,19 +1063,44 @@ def _outside_wrappers(value: ast.AST) -> Iterator[ast.AST]:
 
 
 def _screen_factory(call: ast.Call) -> str | None:
-    """The factory's name when ``call`` may make a CPU tensor of one or more dimensions: a CPU-default factory
-    without ``device=`` or ``**``, not ``tensor(number)`` (0-dim: torch takes it with a tensor on any
-    device)."""
+    """The factory's name when ``call`` may make a CPU tensor of one or more dimensions: :func:`_factory` over
+    CPython's ``ast`` (no ``device=``, ``out=`` or ``**``; ``tensor`` of a non-empty list literal; a size that
+    is certainly not ``()``; not ``from_numpy``)."""
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     if name not in devices.CPU_DEFAULT_FACTORIES:
         return None
-    if any(k.arg is None or k.arg == devices.DEVICE_KEYWORD for k in call.keywords):
+    if any(k.arg is None or k.arg in (devices.DEVICE_KEYWORD, "out") for k in call.keywords):
         return None
-    if name == "tensor" and call.args and isinstance(call.args[0], ast.Constant) \
-            and isinstance(call.args[0].value, (int, float, complex, bool)):
+    positional = call.args
+    if name == "tensor":
+        data = positional[0] if positional else None
+        if not isinstance(data, (ast.List, ast.Tuple, ast.ListComp)) or \
+                (isinstance(data, (ast.List, ast.Tuple)) and not data.elts):
+            return None
+    elif name in _SIZED:
+        return name if _screen_sized(call, name) else None
+    elif name == "from_numpy" or not positional:
         return None
     return name
+
+
+def _screen_sized(call: ast.Call, name: str) -> bool:
+    """:func:`_sized` over CPython's ``ast``."""
+    positional = call.args
+    sizes = [k.value for k in call.keywords if k.arg == "size"]
+    if name == "full":
+        shape = positional[:1] or sizes
+    elif name == "randint":
+        shape = sizes or positional[-1:]
+    else:
+        shape = positional or sizes
+    if not shape:
+        return False
+    first = shape[0]
+    if isinstance(first, (ast.Tuple, ast.List)):
+        return bool(first.elts)
+    return name != "randint"
 
 
 def _sets_default_device(ctx: Context) -> bool:
