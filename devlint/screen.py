@@ -66,6 +66,29 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                 stack.append(value)
 
 
+def walk_with_parents(node: ast.AST) -> list[tuple[ast.AST, int]]:
+    """Every node under ``node`` with the ``id`` of its parent (0 for ``node``), in pre-order: reversed, each
+    node comes before its parent."""
+    out: list[tuple[ast.AST, int]] = []
+    stack: list[tuple[ast.AST, int]] = [(node, 0)]
+    fields_of, node_type = _CHILD_FIELDS, ast.AST
+    while stack:
+        node, parent = stack.pop()
+        out.append((node, parent))
+        kind = type(node)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+        here = id(node)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend((v, here) for v in value if isinstance(v, node_type))
+            elif isinstance(value, node_type):
+                stack.append((value, here))
+    return out
+
+
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []

@@ -126,7 +126,13 @@ class Net(nn.Module):
     ("pos = torch.arange(x.size(1), device=x.device)", False),
     ("pos = torch.arange(x.size(1))\n        x = x + pos", True),
     ("mask = torch.tensor([1.0, 0.0, 1.0, 0.0])\n        x = x * mask", True),
-    ("def inner():\n            return torch.ones(4)\n        x = x + inner()", True),  # a nested function's call
+    # ... and only where its CPU tensor reaches an operand of something that combines tensors, as _Env.kind
+    # carries it: through names, arithmetic, subscripts, .float() and the like, not through .to(...) or a call
+    ("pos = torch.arange(x.size(1)).float()[None]\n        x = self.fc(pos * x)", True),
+    ("a, b = torch.ones(4), 2\n        x = torch.cat([x, a])", True),
+    ("pos = torch.arange(x.size(1)).to(x.device)\n        x = x + pos", False),
+    ("scale = torch.arange(4).float() / 4", False),  # with a number only
+    ("def inner():\n            return torch.ones(4)\n        x = x + inner()", False),  # not followed into a call
 ])
 def test_dev009_screen_reads_factories_as_the_rule_does(line, expected):
     assert _passes("DEV009", _MODULE.format(line=line)) is expected

@@ -15,7 +15,7 @@ from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, Fix
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, insert_after, node_end, node_start
 from devlint.rules.fixes import preferred_quote
-from devlint.screen import AstIndex, dotted, walk
+from devlint.screen import AstIndex, dotted, walk, walk_with_parents
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -1011,10 +1011,103 @@ def _screen_class(cls: ast.ClassDef, index: AstIndex, factory: Callable[[ast.Cal
     called = {n.func.attr for n in _method_calls(forward, index) if isinstance(n.func, ast.Attribute)
               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"}
     for name in {"forward"} | (called & methods.keys()) - {"__init__"}:
-        if any(factory(n) for n in _method_calls(methods[name], index)):
+        if any(factory(n) for n in _method_calls(methods[name], index)) and _screen_mixes(methods[name], factory):
             return True
     init = methods.get("__init__")
     return init is not None and any(factory(n) for n in _method_calls(init, index)) and _screen_init(init, factory)
+
+
+def _screen_mixes(method: ast.FunctionDef | ast.AsyncFunctionDef, factory: Callable[[ast.Call], bool]) -> bool:
+    """Does a factory's CPU tensor reach an operand of something that combines tensors (what ``_mixes`` looks
+    at): ``a + b``, ``a < b``, ``a += b`` with something other than a number, ``torch.cat([...])`` and the other
+    combining functions and methods, or an argument of ``self.layer(...)``? A value reaches an operand the way
+    ``_Env.kind`` carries a CPU tensor: through local names, subscripts, arithmetic and comparisons, the methods
+    and functions that keep it on the CPU (``.float()``, ``torch.tril``), ``Variable(t)``, ``.T`` / ``.data``."""
+    nodes = walk_with_parents(method)
+    sources = {id(n) for n, _ in nodes if isinstance(n, ast.Call) and factory(n)}
+    assigns = [n for n, _ in nodes if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+    tainted: set[str] = set()
+    while True:
+        hot = set(sources)
+        for node, _ in reversed(nodes):  # each node before its parent
+            if _screen_hot(node, hot, tainted):
+                hot.add(id(node))
+        new = {n.id for a in assigns if _assigns_hot(a.value, hot)  # type: ignore[arg-type]
+               for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) for n in walk(t)
+               if isinstance(n, ast.Name)} - tainted
+        if not new:
+            break
+        tainted |= new
+    return any(_screen_mix(node, hot) for node, _ in nodes)
+
+
+def _assigns_hot(value: ast.expr, hot: set[int]) -> bool:
+    """Does an assignment of ``value`` bind a name to a CPU tensor (``a, b = x, y``: either)?"""
+    if id(value) in hot:
+        return True
+    return isinstance(value, (ast.Tuple, ast.List)) and any(id(e) in hot for e in value.elts)
+
+
+def _screen_hot(node: ast.AST, hot: set[int], tainted: set[str]) -> bool:
+    """May ``node`` hold a CPU tensor of a factory, its children's answers known (see :func:`_screen_mixes`)?"""
+    if isinstance(node, ast.Name):
+        return node.id in tainted
+    if isinstance(node, ast.Subscript):
+        return id(node.value) in hot
+    if isinstance(node, ast.BinOp):
+        return id(node.left) in hot or id(node.right) in hot
+    if isinstance(node, ast.Compare):
+        return id(node.left) in hot or any(id(c) in hot for c in node.comparators)
+    if isinstance(node, ast.UnaryOp):
+        return id(node.operand) in hot
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("T", "mT", "data") and id(node.value) in hot
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _CPU_KEEPING_METHODS and id(func.value) in hot:
+            return True
+        last = (dotted(func) or "").rsplit(".", 1)[-1]
+        return (last in _CPU_KEEPING_FUNCS or last == "Variable") and any(id(a) in hot for a in _screen_args(node))
+    return False
+
+
+def _screen_args(call: ast.Call) -> list[ast.AST]:
+    """:func:`_tensor_args` over CPython's ``ast``, and every keyword's value (an over-approximation)."""
+    out: list[ast.AST] = []
+    for arg in call.args:
+        out.append(arg)
+        if isinstance(arg, (ast.List, ast.Tuple)):
+            out.extend(arg.elts)
+    out.extend(k.value for k in call.keywords)
+    return out
+
+
+def _screen_mix(node: ast.AST, hot: set[int]) -> bool:
+    """Does ``node`` combine a ``hot`` operand with another tensor (see :func:`_screen_mixes`)?"""
+    if isinstance(node, (ast.BinOp, ast.Compare, ast.AugAssign)):
+        if isinstance(node, ast.BinOp):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+        else:
+            operands = [node.target, node.value]
+        heated = [o for o in operands if id(o) in hot]
+        return len(heated) > 1 or (len(heated) == 1 and any(not _number(o) for o in operands if id(o) not in hot))
+    if isinstance(node, ast.Call):
+        func = node.func
+        args = _screen_args(node)
+        name = dotted(func) or ""
+        if name.startswith("self.") or name.rsplit(".", 1)[-1] in devices.COMBINING_FUNCS:
+            return any(id(a) in hot for a in args)
+        if isinstance(func, ast.Attribute) and func.attr in devices.COMBINING_METHODS:
+            return any(id(a) in hot for a in (func.value, *args))
+    return False
+
+
+def _number(node: ast.AST) -> bool:
+    while isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex, bool))
 
 
 def _method_calls(method: ast.FunctionDef | ast.AsyncFunctionDef, index: AstIndex) -> Iterator[ast.Call]:
