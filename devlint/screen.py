@@ -282,7 +282,7 @@ class AstIndex:
         func = call.func
         if isinstance(func, ast.Attribute) and (
             func.attr in (devices.CUDA_METHOD, "requires_grad_")
-            or (func.attr == devices.MOVE_METHOD and (call.args or call.keywords))
+            or (func.attr == devices.MOVE_METHOD and self._moves(call))
         ):
             return True
         name = dotted(func)
@@ -304,6 +304,25 @@ class AstIndex:
                 return True
         return False
 
+    def _moves(self, call: ast.Call) -> bool:
+        """May ``x.to(...)`` put ``x`` on a device (provenance.py's ``_moved``)? Not when it names no device (only
+        ``dtype=`` and the like) or its target is a torch attribute that names none (``torch.float32``,
+        ``torch.cuda.HalfTensor``: a conversion)."""
+        if call.args:
+            target: ast.expr | None = call.args[0]
+        else:
+            target = next((k.value for k in call.keywords if k.arg == devices.DEVICE_KEYWORD), None)
+        if target is None:
+            return False
+        if not isinstance(target, (ast.Name, ast.Attribute)):
+            return True
+        names = self.qualnames(target)
+        if any(q is None or not q.startswith("torch.") for q in names):
+            return True
+        if isinstance(target, ast.Attribute):
+            return "device" in (dotted(target) or "device")
+        return not all(q is not None and q.count(".") == 1 and q.rsplit(".", 1)[-1][:1].islower() for q in names)
+
     def _has_evidence(self, scope: Scope) -> bool:
         return any(self._is_evidence(call) for call in scope.calls)
 
@@ -313,7 +332,7 @@ class AstIndex:
         for call in scope.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and (func.attr in (devices.CUDA_METHOD, "requires_grad_") or (
-                    func.attr == devices.MOVE_METHOD and (call.args or call.keywords))):
+                    func.attr == devices.MOVE_METHOD and self._moves(call))):
                 return True
             if any(k.arg in ("requires_grad", devices.DEVICE_KEYWORD) for k in call.keywords):
                 return True

@@ -136,3 +136,36 @@ class Net(nn.Module):
 ])
 def test_dev009_screen_reads_factories_as_the_rule_does(line, expected):
     assert _passes("DEV009", _MODULE.format(line=line)) is expected
+
+
+@pytest.mark.parametrize("code, data, expected", [
+    # DEV005's trigger: a loader call, not `_load(` / `offload(` / `reload (`
+    ("DEV005", b"load(path)", True),
+    ("DEV005", b"x = torch.load (p)", True),
+    ("DEV005", b"x = T.load\\\n(p)", True),
+    ("DEV005", b"from torch import load as restore", True),
+    ("DEV005", b"self._load(p); offload(x); reload(m)", False),
+    ("DEV005", b"loader = download_file(p)", False),
+    # DEV001's trigger: a literal starting "cuda", a .cuda call, a legacy cuda tensor type
+    ("DEV001", b"device = 'cuda:0'", True),
+    ("DEV001", b'd = "cuda"', True),
+    ("DEV001", b"x = x.cuda ()", True),
+    ("DEV001", b"t = torch.cuda.FloatTensor(3)", True),
+    ("DEV001", b"cuda", False),
+    ("DEV001", b"if torch.cuda.is_available(): pass", False),
+])
+def test_byte_triggers(code, data, expected):
+    assert bool(all_rules()[code].triggers.search(data)) is expected
+
+
+@pytest.mark.parametrize("move, expected", [
+    ("out.to(device)", True),
+    ("out.to(device=dev)", True),
+    ("out.to(torch.float32)", False),  # a conversion (provenance.py's _is_dtype)
+    ("out.to(dtype=torch.float16)", False),  # names no device
+    ("out.to(torch.cuda.HalfTensor)", False),  # a torch attribute that names no device
+    ("out.to(torch.device('cuda'))", True),
+])
+def test_dev002_screen_reads_to_as_provenance_does(move, expected):
+    source = f"import torch\ndef f(out, device, dev):\n    out = {move}\n    return out.numpy()\n"
+    assert _passes("DEV002", source) is expected

@@ -40,6 +40,22 @@ class CudaEvidence(Evidence):
     cuda_index: int | None = None
 
 
+
+class _CudaTrigger:
+    """``["']cuda|cuda(?:\\s*[()\\\\#]|\\.\\w*Tensor)`` as a search from the literal ``cuda``, the quote before
+    it checked by hand: an alternation that starts with a character class is scanned at every byte (six times
+    slower on large trees)."""
+
+    _cuda = re.compile(devices.CUDA_METHOD.encode() + rb"(?:\s*[()\\#]|\.\w*Tensor)?")
+
+    def search(self, data: bytes) -> bool:
+        for match in self._cuda.finditer(data):
+            start = match.start()
+            if match.end() - start > len(devices.CUDA_METHOD) or (start and data[start - 1] in b"\"'"):
+                return True
+        return False
+
+
 class HardcodedCuda(Rule):
     code = "DEV001"
     name = "hard-coded-cuda"
@@ -49,8 +65,7 @@ class HardcodedCuda(Rule):
     # a literal starting "cuda", or a .cuda() call (also `.cuda ()`, `(x.cuda)()`, a comment or line join
     # before the parenthesis)
     # (and a legacy type: cuda.FloatTensor, also in "torch.cuda.FloatTensor")
-    triggers = re.compile(rb"[\"']" + devices.CUDA_METHOD.encode() + rb"|" + devices.CUDA_METHOD.encode()
-                          + rb"(?:\s*[()\\#]|\.\w*Tensor)")
+    triggers = _CudaTrigger()
 
     doc_what = '''
 Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
