@@ -117,9 +117,24 @@ def strings(expr: ast.AST | None) -> Iterator[str]:
         elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant) \
                 and isinstance(node.values[0].value, str):
             yield node.values[0].value + "{}"  # f"cuda:{ids}": its literal head and a placeholder
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
-                and isinstance(node.left.value, str):
-            yield f"{node.left.value}+"  # "cuda:" + ...
+        elif isinstance(node, (ast.BinOp, ast.Call)):
+            yield from _built_head(node)
+
+
+def _built_head(node: ast.BinOp | ast.Call) -> Iterator[str]:
+    """The literal head of a string built with ``+`` or ``%`` (``"cuda:" + ...``, ``"cuda:%d,%d" % (a, b)``,
+    ``"cuda:" + a + ","``), or the template of ``"cuda: {}".format(i)``, with a placeholder after it."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant) \
+                and isinstance(func.value.value, str):
+            yield func.value.value + "{}"
+        return
+    head: ast.AST = node
+    while isinstance(head, ast.BinOp) and isinstance(head.op, (ast.Add, ast.Mod)):
+        head = head.left
+    if head is not node and isinstance(head, ast.Constant) and isinstance(head.value, str):
+        yield f"{head.value}+"
 
 
 @dataclass

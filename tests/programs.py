@@ -38,6 +38,8 @@ SIMPLE = [
     'x = torch.zeros(2, device=dev if ok else "gpu")', 'x = torch.zeros(2, device=(\n    "cpu"\n    if ok else "gpu"))',
     'device = "cpu" if ok else "CUDA"', "device = r'cuda'", 'y = (x.cuda)()', 'y = x.cuda (0)', "y = x.to('cuda:0', non_blocking=True)",
     'device = "cpu" \\\n    if ok else "gpu"', 'device = ok and "gpu"', 'torch.device(type="gpu")',
+    'device = torch.device("cuda: {}".format(i))', 'z = x.to("cuda:%d,%d" % (i, j))', 'ids = [0, 1]',
+    'dev = f"cuda:{ids}"', 'device = "cuda:{},{}".format(i, j)', 'z = x.to(device="cuda: " + str(i))',
 ]
 WRAPPERS = [
     "if torch.cuda.is_available():\n{body}", "with torch.no_grad():\n{body}", 'def f(device="cuda"):\n{body}',

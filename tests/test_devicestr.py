@@ -83,3 +83,31 @@ def test_suggestions_are_valid(text):
 ])
 def test_suggest(text, fixed, safe):
     assert suggest(text) == (fixed, safe)
+
+
+# DEV003's built strings: a template reported as invalid "whatever it formats" is rejected by torch.device for
+# every value formatted into it (the static check is never stricter than torch's parser).
+_segment = st.one_of(st.text(alphabet="0123456789 ,:-x[]%", max_size=3), st.just("{}"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["cuda:", "cpu:", "mps:", "cuda", "CUDA:"]), st.lists(_segment, min_size=1, max_size=4),
+       st.lists(st.one_of(st.integers(0, 12).map(str), st.text(alphabet="0123456789 ,", max_size=4)),
+                min_size=4, max_size=4))
+@example("cuda:", [" ", "{}"], ["0", "", "", ""])
+@example("cuda:", ["{}", ",", "{}"], ["0", "1", "", ""])
+def test_built_strings_reported_only_when_torch_rejects_every_value(head, segments, values):
+    from devlint.engine import lint_text
+    from devlint.rules import select_rules
+
+    template = head + "".join(segments)
+    holes = template.count("{}")
+    if "{" in template.replace("{}", "") or "}" in template.replace("{}", "") or holes == 0:
+        return
+    names = [f"a{i}" for i in range(holes)]
+    code = f"import torch\n\n\ndef f(x, {', '.join(names)}):\n    return x.to({template!r}.format({', '.join(names)}))\n"
+    found = [f for f in lint_text(code, "<t>", select_rules({"DEV003"})).findings if f.start.row == 5]
+    if not found:
+        return
+    filled = template.format(*(values * 2)[:holes])
+    assert torch_verdict(filled) is not None, (template, filled)

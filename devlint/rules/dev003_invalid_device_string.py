@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -129,7 +130,195 @@ def _bound_to_sequence(ctx: Context, name: str) -> bool:
     """Is every assignment of ``name`` in the file a list or tuple literal?"""
     values = [a.value for a in ctx.nodes(cst.Assign) for t in a.targets
               if isinstance(t.target, cst.Name) and t.target.value == name]
-    return bool(values) and all(isinstance(v, (cst.List, cst.Tuple)) for v in values)
+    if not values or not all(isinstance(v, (cst.List, cst.Tuple)) for v in values):
+        return False
+    # bound no other way: a parameter, a loop or comprehension variable, an unpacking, ``+=``, ``as``
+    if any(p.name.value == name for p in ctx.nodes(cst.Param)):
+        return False
+    others = [*(f.target for f in ctx.nodes(cst.For)), *(c.target for c in ctx.nodes(cst.CompFor)),
+              *(a.target for a in ctx.nodes(cst.AugAssign)), *(a.target for a in ctx.nodes(cst.AnnAssign)),
+              *(n.name for n in ctx.nodes(cst.AsName)), *(n.target for n in ctx.nodes(cst.NamedExpr)),
+              *(t.target for a in ctx.nodes(cst.Assign) for t in a.targets if not isinstance(t.target, cst.Name))]
+    return not any(name in _names(t) for t in others)
+
+
+def _names(target: cst.CSTNode) -> set[str]:
+    """The plain names a binding target binds (``a``, ``(a, *b)``)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _names(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value)
+    return set()
+
+
+@dataclass(frozen=True)
+class _Hole:
+    """A part of a built string that is only known at run time (``expr``: the value formatted there, when
+    it is formatted as it is; None when a conversion or an index makes it unknown)."""
+
+    expr: cst.BaseExpression | None
+
+
+_PRINTF = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
+
+
+def _template(node: cst.CSTNode) -> list[str | _Hole] | None:
+    """The literal parts and placeholders of a string built by an f-string, ``"...".format(...)``,
+    ``"..." % (...)`` or a chain of ``+`` (None: not one of these, or a template Python would reject)."""
+    if isinstance(node, cst.FormattedString):
+        return _fstring_template(node)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        text = string_value(node.func.value)
+        if text is None or any(a.star for a in node.args):
+            return None
+        return _format_template(text, [a.value for a in node.args if a.keyword is None],
+                                {a.keyword.value: a.value for a in node.args if a.keyword is not None})
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        text = string_value(node.left)
+        return _printf_template(text, node.right) if text is not None else None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        operands: list[cst.BaseExpression] = []
+        expr: cst.BaseExpression = node
+        while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and not expr.lpar:
+            operands.append(expr.right)
+            expr = expr.left
+        operands.append(expr)
+        parts: list[str | _Hole] = []
+        for operand in reversed(operands):
+            value = string_value(operand)
+            parts.append(value if value is not None else _Hole(operand))
+        return parts
+    return None
+
+
+def _fstring_template(node: cst.FormattedString) -> list[str | _Hole] | None:
+    if "b" in node.prefix.lower() or "r" in node.prefix.lower():
+        return None
+    out: list[str | _Hole] = []
+    for part in node.parts:
+        if isinstance(part, cst.FormattedStringText):
+            if "\\" in part.value:
+                return None
+            out.append(part.value.replace("{{", "{").replace("}}", "}"))
+        elif isinstance(part, cst.FormattedStringExpression):
+            plain = part.format_spec is None and part.conversion in (None, "s", "r")
+            out.append(_Hole(part.expression if plain else None))
+        else:
+            return None
+    return out
+
+
+def _format_template(text: str, args: list[cst.BaseExpression],
+                     keywords: dict[str, cst.BaseExpression]) -> list[str | _Hole] | None:
+    out: list[str | _Hole] = []
+    auto = 0
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError:
+        return None
+    for literal, field, spec, conversion in fields:
+        out.append(literal)
+        if field is None:
+            continue
+        value: cst.BaseExpression | None = None
+        if field == "":
+            value = args[auto] if auto < len(args) else None
+            auto += 1
+        elif field.isdigit():
+            value = args[int(field)] if int(field) < len(args) else None
+        elif field.isidentifier():
+            value = keywords.get(field)
+        plain = not spec and conversion in (None, "s", "r")
+        out.append(_Hole(value if plain else None))
+    return out
+
+
+def _printf_template(text: str, right: cst.BaseExpression) -> list[str | _Hole] | None:
+    values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+    if any(isinstance(v, cst.StarredElement) for v in values):
+        return None
+    out: list[str | _Hole] = []
+    pos = 0
+    slot = 0
+    for match in _PRINTF.finditer(text):
+        if "%" in text[pos:match.start()]:
+            return None  # a % that is no conversion: Python raises, not torch
+        out.append(text[pos:match.start()])
+        pos = match.end()
+        if match.group(4) == "%":
+            out.append("%")
+            continue
+        value = None
+        if match.group(1) is None and match.group(2) != "*" and match.group(3) != "*" \
+                and isinstance(right, cst.Tuple) and slot < len(values):
+            value = values[slot] if match.group(4) in "sr" and not match.group(2) else None
+        slot += 1
+        out.append(_Hole(value))
+    if "%" in text[pos:]:
+        return None
+    out.append(text[pos:])
+    return out
+
+
+_HEAD = re.compile(r"([A-Za-z_]+):")
+
+
+def _template_flaw(ctx: Context, parts: list[str | _Hole]) -> tuple[str, str] | None:
+    """Why the string these parts build is invalid whatever the placeholders hold, and a string they
+    may build (for the probe), or None. It must start with ``<device type>:`` in its literal head, so the
+    rest is the index, which torch reads as decimal digits only: a literal character that is no digit
+    (``"cuda: {}"``, ``"cuda:{},{}"``) or a value that is certainly several ids (a list, a tuple, an
+    option that takes several values) makes every string invalid."""
+    head = parts[0] if parts else None
+    if not isinstance(head, str):
+        return None
+    match = _HEAD.match(head)
+    if match is None or match.group(1) not in devices.DEVICE_TYPES:
+        return None
+    kind = match.group(1)
+    rest: list[str | _Hole] = [head[match.end():], *parts[1:]]
+    flaw = None
+    for part in rest:
+        if isinstance(part, str):
+            bad = next((ch for ch in part if not (ch.isascii() and ch.isdigit())), None)
+            if bad is not None:
+                shown = "a space" if bad == " " else f'"{bad}"'
+                flaw = f'always has {shown} after "{kind}:"'
+                break
+        elif part.expr is not None and _several_ids(ctx, part.expr):
+            flaw = f"formats a list or tuple ({ctx.code(part.expr)}) after \"{kind}:\""
+            break
+    if flaw is None:
+        return None
+    example = "".join(p if isinstance(p, str) else "[0, 1]" if p.expr is not None and _several_ids(ctx, p.expr)
+                      else "0" for p in parts)
+    return flaw, example if not devices.is_valid(example) else "cuda:1,2"
+
+
+def _several_ids(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` certainly a list or tuple (its str() has brackets, never only digits)?"""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return True
+    if isinstance(expr, cst.Name) and _bound_to_sequence(ctx, expr.value):
+        return True
+    if isinstance(expr, cst.Call) and dotted_name(expr.func) == "str" and len(expr.args) == 1 \
+            and not expr.args[0].keyword and not expr.args[0].star:
+        return _several_ids(ctx, expr.args[0].value)  # str(ids)
+    attr = _option_attribute(ctx, expr) if isinstance(expr, cst.Attribute) else None
+    option = command_line_options(ctx).get(attr) if attr is not None else None
+    if option is None:
+        return False
+    nargs = option.keywords.get("nargs")
+    action = option.text("action")
+    many = (nargs is not None and (string_value(nargs) in ("+", "*")
+                                    or (isinstance(nargs, cst.Integer) and nargs.evaluated_value >= 1))) \
+        or action in ("append", "extend")
+    default = option.keywords.get("default")
+    # not passed, the option is its default: None ("cuda:None") or a list is still no index
+    return many and (default is None or isinstance(default, (cst.List, cst.Tuple))
+                     or (isinstance(default, cst.Name) and default.value == "None"))
 
 
 def _caught(ctx: Context, node: cst.CSTNode) -> bool:
@@ -175,7 +364,7 @@ class _Trigger:
         rb"([\"'])(\s*(?i:" + "|".join(sorted(devices.DEVICE_TYPES, key=len, reverse=True)).encode()
         + rb")[^\"'\n]{0,40})\1"
     )
-    _loose_before = re.compile(rb"(?:(?<![=!<>])=|:|\belse|\bor|\band)[\s\\]*\(?[\s\\]*[rRuU]?$")
+    _loose_before = re.compile(rb"(?:(?<![=!<>])=|:|\belse|\bor|\band)[\s\\]*\(?[\s\\]*[rRuUfF]{0,2}$")
 
     def search(self, data: bytes) -> bool:
         if self._import.search(data):
@@ -236,6 +425,14 @@ reaches torch (`def run(x, device="gpu"): return x.to(device)`), and `f"cuda:{ar
 `argparse` option's default makes an invalid string (`default="cuda:0"` gives `"cuda:cuda:0"`) or its help
 offers several ids (`help="0 or 0,1,2,3 or cpu"`); an option with `type=int` is one id.
 
+A string built with `str.format`, `%`, `+` or an f-string that starts with a device type and `:` is
+reported when every string it can build is invalid, whatever its placeholders hold: a literal character
+after the `:` that is no digit (`'cuda: {}'.format(i)`, `"cuda: " + str(i)`, `"cuda:%d,%d" % (a, b)`,
+`"cuda:{},{}".format(a, b)`), or a value formatted there that is certainly a list or tuple (a name only
+ever bound to one, an `argparse` option with `nargs`/`action="append"` and no scalar default). It counts
+in `torch.device(...)`, `.to(...)`, `device=`, or through a variable handed to one of them in the same
+function; `"cuda:{}".format(i)`, `"cuda:%d" % i` and `f"cuda:{i}{j}"` may be valid and are not reported.
+
 `device=` keywords of other libraries are skipped (DALI's `device="gpu"`). A string passed straight to
 `torch.device(...)`, `.to(...)` or a torch function's `device=` is checked whatever it says; a string
 that reaches a device position through a variable, a `device` parameter default or a `"device"` key, or
@@ -267,8 +464,9 @@ shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess th
 '''
     doc_known_problems = '''
 Other strings built at run time (`"cuda:" + str(i)`, values read from a config file or passed in by a
-caller) are not checked. A device type registered by an out-of-tree backend that devlint does not know is reported until
-it is added to its list.
+caller) are not checked, nor a built string whose only flaw needs its values (`"cuda:0{}"` is invalid
+for every value too, but is not reported). Built strings have no automatic fix. A device type
+registered by an out-of-tree backend that devlint does not know is reported until it is added to its list.
 '''
     doc_options = '''
 None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV003` apply as for every rule.
@@ -366,13 +564,31 @@ parse gets its own E999 and the other cells are still checked.
     def _built_strings(self, ctx: Context, uses: DeviceUses) -> Iterable[Finding]:
         """Device strings built at run time from parts that make them invalid: ``f"cuda:{gpu_ids}"`` with a
         list, ``"cuda:" + ",".join(...)`` (several ids)."""
-        for node in (*ctx.nodes(cst.FormattedString), *ctx.nodes(cst.BinaryOperation)):
-            shape = _built_device(ctx, node)
-            if shape is None:
+        formats = (c for c in ctx.nodes(cst.Call)
+                   if isinstance(c.func, cst.Attribute) and c.func.attr.value == "format")
+        for node in (*ctx.nodes(cst.FormattedString), *ctx.nodes(cst.BinaryOperation), *formats):
+            shape = _built_device(ctx, node) if not isinstance(node, cst.Call) else None
+            parts = _template(node) if shape is None else None
+            flaw = _template_flaw(ctx, parts) if parts is not None else None
+            if shape is None and flaw is None:
                 continue
             use = uses.use_of(node)
-            if use is None or use.kind.loose or _caught(ctx, node):
+            if use is None or _caught(ctx, node) or (use.kind.loose and not self._reaches_torch(ctx, uses, use)):
                 continue
+            if flaw is not None:
+                reason, example = flaw
+                built = " ".join(ctx.code(node).split())
+                built = built if len(built) <= 60 else built[:57] + "..."
+                if reason.startswith("always has a space"):
+                    hint = "remove the space (\"cuda:0\")"
+                else:
+                    hint = ('pick one index ("cuda:0"), or set CUDA_VISIBLE_DEVICES before importing torch and use '
+                            '"cuda", or nn.DataParallel(model, device_ids=...)')
+                message = (f'Device string built as {built} {reason}: torch.device raises "Invalid device '
+                           f'string" whatever it formats; {hint}')
+                yield self.finding(ctx, node, message, evidence=DeviceStringEvidence(value=example, fixed=None))
+                continue
+            assert shape is not None
             if "with the default" in shape:
                 message = (f'Device string built as {shape} is invalid: torch.device raises "Invalid device '
                            f'string"; make the default an index ("0"), or use the option as the whole device')
