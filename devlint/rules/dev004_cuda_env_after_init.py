@@ -12,7 +12,7 @@ from devlint import devices
 from devlint.context import Context, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.lazy import LazyModule
-from devlint.project import call_sites
+from devlint.project import call_sites, callee
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
 from devlint.source import split_lines
 
@@ -50,13 +50,23 @@ Finds writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[..
 initialises CUDA before it runs: earlier in the same flow (the module's top level, or the same function
 body), at the module's top level for a write in a function (functions run after it), in `__init__` for a
 write in another method of the class, or in a caller of the function, in the linted tree, before the call or
-in its arguments (`select_device("0" if torch.cuda.is_available() else "cpu")`; one level of callers). The
-initialising calls are
+in its arguments (`select_device("0" if torch.cuda.is_available() else "cpu")`), also at the top of the
+caller's module or in its class's `__init__`; and the same for a caller of a caller (`Runner(...)` whose
+`__init__` calls the function), at most 8 of each.
+
+A function of the linted tree that certainly initialises CUDA counts as the CUDA call itself: `setup()` whose
+body calls `torch.cuda.device_count()` on no branch and after no `return` (directly, or through at most two
+more such functions, across the project's modules), called before the write on every path to it: earlier in
+the same flow (`setup(); configure_env()`, `self.prepare(); self.select()`), at the module's top level
+(`N_GPUS = gpu_count()`), or in `__init__` for a write in another method. A call in a branch, a loop's body, a
+handler or a nested function may not run, and is not counted. The initialising calls are
 `torch.cuda.device_count()`, `torch.cuda.is_available()`, `torch.cuda.init()`, `torch.cuda.set_device()`
 and other `torch.cuda` queries, `.cuda()`, or creating a CUDA tensor.
 
 Not reported: writes before `import torch`, writes after `import torch` with no CUDA call before them,
-reads (`os.environ.get(...)`), and `env=` dictionaries for subprocesses, which configure a new process.
+reads (`os.environ.get(...)`), `env=` dictionaries for subprocesses, which configure a new process, and
+`if cpu: os.environ["CUDA_VISIBLE_DEVICES"] = "-1"` (a value that hides every GPU) when the function then
+decides on the same flag itself (`cuda = not cpu and torch.cuda.is_available()`): the CPU is chosen anyway.
 '''
     doc_why = '''
 The CUDA runtime reads `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` once, when CUDA is initialised in
@@ -80,9 +90,9 @@ is moved, together with the `import os` it needs when `os` is not imported above
 moved line keeps its comments and line ending.
 '''
     doc_known_problems = '''
-The order is followed within one flow (the module's top level, or one function body): a CUDA call in a
-helper function that runs before the write is not seen. A write in a module imported after CUDA started
-elsewhere is not seen either.
+The order is followed within one flow (the module's top level, or one function body) and two levels of
+callers: a helper that starts CUDA only on some branch, or a third-level caller that started CUDA, is not
+seen. A write in a module imported after CUDA started elsewhere is not seen either.
 '''
     doc_options = '''
 None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV004` apply as for every rule.
@@ -104,6 +114,10 @@ kernel after changing it; the fix moves the write into the cell that imports tor
         Valid('import os\nimport subprocess\nimport torch\nn = torch.cuda.device_count()\n'
               'subprocess.run(["python", "t.py"], env=dict(os.environ, CUDA_VISIBLE_DEVICES="0"))\n'),
         Valid('import os\nimport torch\nn = torch.cuda.device_count()\nv = os.environ.get("CUDA_VISIBLE_DEVICES")\n'),
+        Valid('import os\nimport torch\n\ndef setup(verbose):\n    if verbose:\n'
+              '        print(torch.cuda.device_count())\n\n'
+              'def configure_env():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n\n'
+              'def main():\n    configure_env()\n    setup(True)\n    setup(False)\n    configure_env()\n'),
     )
     INVALID = (
         Invalid(
@@ -119,28 +133,29 @@ kernel after changing it; the fix moves the write into the cell that imports tor
                       'import os as osm\nx = torch.zeros(1).cuda()\n'),
         Invalid('import os\nimport torch\ndef main():\n    if torch.cuda.is_available():\n        pass\n'
                 '    os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'),
+        Invalid('import os\nimport torch\n\ndef setup():\n    return torch.cuda.device_count()\n\n'
+                'def configure_env():\n    os.environ["CUDA_VISIBLE_DEVICES"] = "1"\n\n'
+                'def main():\n    setup()\n    configure_env()\n'),
     )
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        first_init: dict[cst.CSTNode | None, cst.Call] = {}  # flow (function, or None for the module) -> call
-        if ctx.imports_torch:
-            for call in ctx.nodes(cst.Call):  # in source order
-                if self._initialises_cuda(ctx, call):
-                    first_init.setdefault(ctx.enclosing_function(call), call)
+        # flow (function, or None for the module) -> its first call that initialises CUDA, in source order
+        first_init = _first_inits(ctx)
         for node, var in self._writes(ctx):
+            if _cpu_request(ctx, node, var):
+                continue
             init_ctx, init = ctx, self._init_before(ctx, node, first_init) if first_init else None
+            via: _Via | None = None
             if init is None:
-                found = _caller_init(ctx, node)
+                found = _summarised_init(ctx, node) or _caller_init(ctx, node)
                 if found is None:
                     continue
-                init_ctx, init = found
+                init_ctx, init, via = found
             name = init_ctx.qualname(init.func) or init_ctx.code(init.func)
-            where = f"line {node_start(init_ctx, init).row}"
-            if init_ctx is not ctx:
-                where = f"{os.path.basename(init_ctx.path)} line {node_start(init_ctx, init).row}, before it calls this"
             message = (
-                f"{var} is set after CUDA was initialised ({name.split('.')[-1]}() on {where}), so it has no "
-                f"effect; set it before `import torch` (or in the shell)"
+                f"{var} is set after CUDA was initialised ({name.split('.')[-1]}() on "
+                f"{_where(ctx, init_ctx, init, via)}), so it has no effect; set it before `import torch` (or in "
+                f"the shell)"
             )
             yield self.finding(ctx, node, message, self._fix(ctx, node), evidence=CudaEnvEvidence(
                 var=var, value=self._literal_value(node, var), init=init_ctx.qualname(init.func)))
@@ -265,23 +280,262 @@ kernel after changing it; the fix moves the write into the cell that imports tor
         return False
 
 
-def _caller_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call] | None:
+def _caller_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call, _Via] | None:
     """A call of the function holding ``node`` (in the linted tree) made after its caller initialised CUDA:
     earlier in the caller's flow, or in the call's own arguments (``select_device("0" if
-    torch.cuda.is_available() else "cpu")``). One level of callers."""
+    torch.cuda.is_available() else "cpu")``), in a function of the linted tree that the caller called first
+    (``setup(); configure_env()``), at the top of the caller's module (for a caller that is a function) or in
+    its class's ``__init__`` (for a caller that is a method). Callers, then a few callers of those."""
     func = ctx.enclosing_function(node)
     if func is None:
         return None
-    for site_ctx, call in call_sites(ctx, func) or []:
-        flow = site_ctx.enclosing_function(call)
-        for other in site_ctx.nodes(cst.Call):
-            if other is call or site_ctx.order[other] > site_ctx.order[call] + _span(site_ctx, call):
-                continue
-            inside = any(a is call for a in site_ctx.ancestors(other))
-            if (inside or site_ctx.enclosing_function(other) is flow) \
-                    and CudaEnvAfterInit._initialises_cuda(site_ctx, other) and not _in_guard_of(site_ctx, other, call):
-                return site_ctx, other
+    sites = call_sites(ctx, func) or []
+    for site_ctx, call in sites:
+        found = _site_init(site_ctx, call)
+        if found is not None:
+            return found
+    # a caller of a caller (EvalerWrapper(...) whose __init__ calls the function): a few of them
+    for site_ctx, call in sites[:_SECOND_LEVEL_SITES]:
+        caller = site_ctx.enclosing_function(call)
+        if caller is None:
+            continue
+        for outer_ctx, outer in (call_sites(site_ctx, caller) or [])[:_SECOND_LEVEL_SITES]:
+            found = _site_init(outer_ctx, outer)
+            if found is not None:
+                init_ctx, init, via = found
+                return init_ctx, init, _Via(via.site_ctx, via.site, via.runs_ctx, via.runs, site_ctx, call)
     return None
+
+
+# how many calls of the function, and of each of its callers, are looked at for a caller of a caller
+_SECOND_LEVEL_SITES = 8
+
+
+def _site_init(site_ctx: Context, call: cst.Call) -> tuple[Context, cst.Call, _Via] | None:
+    """CUDA initialised before ``call`` runs, in its caller's flow, its module or its class."""
+    flow = site_ctx.enclosing_function(call)
+    for other in site_ctx.nodes(cst.Call):
+        if other is call or site_ctx.order[other] > site_ctx.order[call] + _span(site_ctx, call):
+            continue
+        inside = any(a is call for a in site_ctx.ancestors(other))
+        if (inside or site_ctx.enclosing_function(other) is flow) \
+                and CudaEnvAfterInit._initialises_cuda(site_ctx, other) and not _in_guard_of(site_ctx, other, call):
+            return site_ctx, other, _Via(site_ctx, call)
+    first_init = _first_inits(site_ctx)
+    direct = CudaEnvAfterInit._init_before(site_ctx, call, first_init) if first_init else None
+    if direct is not None:
+        return site_ctx, direct, _Via(site_ctx, call)
+    found = _summarised_init(site_ctx, call)
+    if found is not None:
+        init_ctx, init, via = found
+        return init_ctx, init, _Via(site_ctx, call, via.runs_ctx, via.runs)
+    return None
+
+
+@dataclass(frozen=True)
+class _Via:
+    """How an initialisation reaches a write: the call of the write's function (``site``) that runs after
+    it, and the call of a function of the linted tree (``runs``) that ran first and initialised CUDA."""
+
+    site_ctx: Context
+    site: cst.Call | None
+    runs_ctx: Context | None = None
+    runs: cst.Call | None = None
+    through_ctx: Context | None = None  # the call of the write's function, when ``site`` calls its caller
+    through: cst.Call | None = None
+
+
+def _where(ctx: Context, init_ctx: Context, init: cst.Call, via: _Via | None) -> str:
+    """Where CUDA started, seen from the write in ``ctx``: the line, the function that ran first, the call
+    of the write's function (or of its caller) that ran after it."""
+    where = f"{_file_of(init_ctx, ctx)}line {node_start(init_ctx, init).row}"
+    if via is not None and via.runs is not None and via.runs_ctx is not None:
+        runs = f"{_file_of(via.runs_ctx, ctx)}line {node_start(via.runs_ctx, via.runs).row}"
+        where += f", reached from {via.runs_ctx.code(via.runs.func)}() called on {runs}"
+    if via is not None and via.site is not None:
+        where += f", before {_file_of(via.site_ctx, ctx)}line {node_start(via.site_ctx, via.site).row} calls "
+        if via.through is not None and via.through_ctx is not None:
+            through = node_start(via.through_ctx, via.through).row
+            where += f"{_file_of(via.through_ctx, ctx)}line {through}, which calls "
+        where += "this"
+    return where
+
+
+def _file_of(ctx: Context, home: Context) -> str:
+    return "" if ctx is home else f"{os.path.basename(ctx.path)} "
+
+
+def _first_inits(ctx: Context) -> dict[cst.CSTNode | None, cst.Call]:
+    """The first call that initialises CUDA in each flow (function, or None for the module) of ``ctx``."""
+    def build(c: Context) -> dict[cst.CSTNode | None, cst.Call]:
+        first: dict[cst.CSTNode | None, cst.Call] = {}
+        if c.imports_torch:
+            for call in c.nodes(cst.Call):
+                if CudaEnvAfterInit._initialises_cuda(c, call):
+                    first.setdefault(c.enclosing_function(call), call)
+        return first
+    return ctx.shared("dev004.first_inits", build)
+
+
+# How deep the functions that run first are followed (setup() -> init_devices() -> torch.cuda.device_count()),
+# and how many calls of a file are resolved to the linted tree's functions at most.
+_SUMMARY_DEPTH = 2
+_RESOLVE_BUDGET = 200
+
+
+@dataclass
+class _Summaries:
+    """Per file: the calls of each flow in source order, and what is known of its functions."""
+
+    flows: dict[cst.CSTNode | None, list[cst.Call]]
+    entry: dict[tuple[int, int], tuple[Context, cst.Call] | None]
+    budget: int = _RESOLVE_BUDGET
+
+
+def _summaries(ctx: Context) -> _Summaries:
+    def build(c: Context) -> _Summaries:
+        flows: dict[cst.CSTNode | None, list[cst.Call]] = {}
+        for call in c.nodes(cst.Call):
+            flows.setdefault(c.enclosing_function(call), []).append(call)
+        return _Summaries(flows, {})
+    return ctx.shared("dev004.summaries", build)
+
+
+def _summarised_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call, _Via] | None:
+    """CUDA initialised before ``node`` by a function of the linted tree that certainly ran first: called
+    earlier in ``node``'s flow on every path to it (``setup(); os.environ[...] = ...``), called
+    unconditionally at the top of the module before a write in a function runs, or called by ``__init__``
+    of the class of a method holding the write. The function initialises CUDA whenever it returns (a CUDA
+    call in its body on no branch, after no ``return``), directly or through such a function of its own."""
+    flow = ctx.enclosing_function(node)
+    for call in _summaries(ctx).flows.get(flow, []):
+        if ctx.order[call] >= ctx.order[node]:
+            break
+        if any(a is call for a in ctx.ancestors(node)) or not _runs_before(ctx, call, node):
+            continue
+        found = _callee_init(ctx, call, _SUMMARY_DEPTH)
+        if found is not None:
+            return found[0], found[1], _Via(ctx, None, ctx, call)
+    if flow is None:
+        return None
+    owner = ctx.parent(ctx.parent(flow))
+    if isinstance(owner, cst.ClassDef) and flow.name.value != "__init__":
+        init = next((s for s in owner.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        if init is not None:
+            found = _entry_init(ctx, init, _SUMMARY_DEPTH)
+            if found is not None:
+                return found[0], found[1], _Via(ctx, None)
+    return _module_summarised_init(ctx, flow)
+
+
+def _module_summarised_init(ctx: Context, flow: cst.FunctionDef) -> tuple[Context, cst.Call, _Via] | None:
+    """A call at the top of the module, run at import, of a function that initialises CUDA; functions run
+    after the module's top level, unless the one holding the write is called there before it."""
+    outer = next((a for a in reversed(list(ctx.ancestors(flow))) if isinstance(a, cst.FunctionDef)), flow)
+    for call in _summaries(ctx).flows.get(None, []):
+        top = _top_statement(ctx, call)
+        if top is None or not _runs_before(ctx, call, top, unconditional=True):
+            continue
+        if isinstance(call.func, cst.Name) and call.func.value == outer.name.value:
+            return None  # the function runs here, before any later initialisation
+        found = _callee_init(ctx, call, _SUMMARY_DEPTH)
+        if found is not None:
+            return found[0], found[1], _Via(ctx, None, ctx, call)
+    return None
+
+
+def _callee_init(ctx: Context, call: cst.Call, depth: int) -> tuple[Context, cst.Call] | None:
+    """The CUDA call that certainly runs when the function of the linted tree that ``call`` calls returns."""
+    summaries = _summaries(ctx)
+    if summaries.budget <= 0 or not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return None
+    summaries.budget -= 1
+    found = callee(ctx, call)
+    if found is None:
+        return None
+    def_ctx, node = found
+    func = node if isinstance(node, cst.FunctionDef) else next(  # Runner(...): its __init__ runs
+        (s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    return _entry_init(def_ctx, func, depth) if func is not None else None
+
+
+def _entry_init(ctx: Context, func: cst.FunctionDef, depth: int) -> tuple[Context, cst.Call] | None:
+    """The first call in ``func``'s body that initialises CUDA whenever ``func`` returns, directly or (down
+    to ``depth`` more levels) through a function of the linted tree it calls so; None if there is none."""
+    summaries = _summaries(ctx)
+    key = (id(func), depth)
+    if key in summaries.entry:
+        return summaries.entry[key]
+    summaries.entry[key] = None  # a recursive call finds nothing
+    found: tuple[Context, cst.Call] | None = None
+    exits = [n for kind in (cst.Return, cst.Raise) for n in ctx.nodes(kind) if ctx.enclosing_function(n) is func]
+    for call in summaries.flows.get(func, []):
+        if any(ctx.order[e] < ctx.order[call] and not any(a is e for a in ctx.ancestors(call)) for e in exits):
+            break  # after a return or raise: it may not run (``return torch.cuda.device_count()`` runs)
+        if not _runs_before(ctx, call, func, unconditional=True):
+            continue
+        if ctx.imports_torch and CudaEnvAfterInit._initialises_cuda(ctx, call):
+            found = (ctx, call)
+        elif depth > 0:
+            found = _callee_init(ctx, call, depth - 1)
+        if found is not None:
+            break
+    summaries.entry[key] = found
+    return found
+
+
+def _runs_before(ctx: Context, call: cst.Call, node: cst.CSTNode, unconditional: bool = False) -> bool:
+    """Does ``call`` run on every path that reaches ``node`` (a later node of the same flow), or, with
+    ``unconditional``, whenever ``node`` (the function, or the statement holding it) runs?
+
+    It may sit in the test of an ``if``/``while`` or a conditional expression, the left side of
+    ``and``/``or``, what a ``for`` loops over, a ``with``, the body of a ``try``; not in a branch, a loop's
+    body, a handler, a comprehension, a lambda or a nested function."""
+    around = {id(a) for a in ctx.ancestors(node)} | {id(node)}
+    child: cst.CSTNode = call
+    for anc in ctx.ancestors(call):
+        if anc is node or (id(anc) in around and not unconditional):
+            return True
+        kind = type(anc).__name__
+        if kind in _CLOSED or (kind in _RUNS_FIRST and getattr(anc, _RUNS_FIRST[kind]) is not child):
+            return False
+        child = anc
+    return False
+
+
+# the part of a compound node that runs whenever the node runs (anything else of it may not run)
+_RUNS_FIRST = {"If": "test", "While": "test", "IfExp": "test", "BooleanOperation": "left", "For": "iter",
+               "Try": "body"}
+# nodes whose inside runs at another time, or maybe not at all (LibCST's class names)
+_CLOSED = frozenset({"FunctionDef", "ClassDef", "Lambda", "ListComp", "SetComp", "DictComp", "GeneratorExp", "Match",
+                     "TryStar"})
+
+
+# CUDA_VISIBLE_DEVICES values that hide every GPU
+_NO_GPU = frozenset({"-1", ""})
+
+
+def _cpu_request(ctx: Context, node: cst.Assign | cst.Call, var: str) -> bool:
+    """``if cpu: os.environ["CUDA_VISIBLE_DEVICES"] = "-1"`` where the function then picks the device from the
+    same flag itself (``cuda = not cpu and torch.cuda.is_available()``): hiding the GPUs too late changes
+    nothing, the CPU is chosen anyway."""
+    if var != "CUDA_VISIBLE_DEVICES" or CudaEnvAfterInit._literal_value(node, var) not in _NO_GPU:
+        return False
+    stmt = ctx.parent(node) if isinstance(node, cst.Assign) else ctx.parent(ctx.parent(node))
+    block = ctx.parent(stmt)
+    branch = ctx.parent(block)
+    if not isinstance(branch, cst.If) or not isinstance(branch.test, cst.Name):
+        return False
+    flag, func = branch.test.value, ctx.enclosing_function(node)
+    for name in ctx.nodes(cst.Name):  # a decision on the same flag after the if
+        if name.value != flag or ctx.order[name] <= ctx.order[branch] or ctx.enclosing_function(name) is not func \
+                or any(a is branch for a in ctx.ancestors(name)):
+            continue
+        parent = ctx.parent(name)
+        if (isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)) \
+                or (isinstance(parent, (cst.If, cst.IfExp)) and parent.test is name):
+            return True
+    return False
 
 
 def _span(ctx: Context, call: cst.Call) -> int:
