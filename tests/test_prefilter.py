@@ -169,3 +169,23 @@ def test_byte_triggers(code, data, expected):
 def test_dev002_screen_reads_to_as_provenance_does(move, expected):
     source = f"import torch\ndef f(out, device, dev):\n    out = {move}\n    return out.numpy()\n"
     assert _passes("DEV002", source) is expected
+
+
+@pytest.mark.parametrize("data, expected", [
+    # DEV008's trigger: a move or cast where a statement may start with its receiver
+    (b"x.cuda()", True),
+    (b"    self.mask.to(device)", True),
+    (b"x[:, 0].half()", True),
+    (b"(x).cpu()", True),
+    (b"if ok: x.to(dev)", True),
+    (b"a = 1; x.to(dev)", True),
+    ("\u5f20\u91cf.cuda()".encode(), True),
+    (b"batch[\n    0\n].cuda()", True),  # a receiver over several lines
+    (b"x = x \\\n    .cuda()", True),  # the call continues a line above: decided by the parser
+    (b"y = x.cuda()", False),
+    (b"return x.to(device)", False),
+    (b"print(x.cpu())", False),
+    (b"loss = criterion(out.float(), y)", False),
+])
+def test_dev008_trigger(data, expected):
+    assert bool(all_rules()["DEV008"].triggers.search(data)) is expected

@@ -38,6 +38,29 @@ class DiscardedMoveEvidence(Evidence):
     dtype: bool = False
 
 
+class _Trigger:
+    """The byte pre-filter: a method of TENSOR_COPY_METHODS called (whitespace and line joins allowed around the
+    name) where a statement may start with its receiver. The line's text before the call, cut at each ``;`` and
+    ``:`` (``if c: x.cuda()``), must be empty (the call continues a line above), start with a dotted name
+    followed by nothing, a subscript or a closing parenthesis (``x``, ``self.mask``, ``x[0]``, ``(x)``), or close
+    a bracket without an ``=`` (the end of a receiver written over several lines). An assignment (``y =
+    x.cuda()``), an argument (``f(x.cuda())``) or ``return x.cuda()`` is no statement of its own."""
+
+    _call = re.compile(rb"\.[\s\\]*(?:" + b"|".join(m.encode() for m in sorted(_METHODS)) + rb")[\s\\]*\(")
+    _head = re.compile(rb"\(*[ \t]*[A-Za-z_\x80-\xff][\w.\x80-\xff]*[ \t]*(?:\[|\)|$)")
+    _cuts = re.compile(rb"[;:]")
+
+    def search(self, data: bytes) -> bool:
+        for match in self._call.finditer(data):
+            start = match.start()
+            line = data[data.rfind(b"\n", 0, start) + 1:start]
+            for part in self._cuts.split(line):
+                part = part.strip()
+                if not part or self._head.match(part) or ((b"]" in part or b")" in part) and b"=" not in part):
+                    return True
+        return False
+
+
 class DiscardedTensorMove(Rule):
     code = "DEV008"
     name = "discarded-tensor-move"
@@ -45,8 +68,7 @@ class DiscardedTensorMove(Rule):
                "and x stays as it was.")
     fix_availability = FixAvailability.SOMETIMES
     evidence_type = DiscardedMoveEvidence
-    # a method of TENSOR_COPY_METHODS called (whitespace and line joins allowed around the name)
-    triggers = re.compile(rb"\.[\s\\]*(?:" + b"|".join(m.encode() for m in sorted(_METHODS)) + rb")[\s\\]*\(")
+    triggers = _Trigger()
 
     doc_what = '''
 Finds a tensor move or cast whose result is thrown away: `x.to(device)`, `x.cuda()`, `x.cpu()`, `x.xpu()`,

@@ -64,14 +64,17 @@ _MENTIONS_DEVICE = re.compile(rb"\bdevice\b|\.to\s*\(")
 
 
 class _Trigger:
-    """The byte pre-filter: a class statement (the rule reports inside nn.Module subclasses only) and a call of a
-    CPU-default factory (``zeros(``, ``arange (``)."""
+    """The byte pre-filter: a class statement and ``Module`` (the rule reports inside nn.Module subclasses only),
+    a ``forward`` method (what it follows starts there) and a call of a CPU-default factory (``zeros(``,
+    ``arange (``)."""
 
     _CLASS = re.compile(rb"(?m)^[ \t]*class[ \t]")
+    _FORWARD = re.compile(rb"def[\s\\]+forward\b")
     _FACTORY = re.compile(rb"\b(?:" + b"|".join(sorted(f.encode() for f in devices.CPU_DEFAULT_FACTORIES)) + rb")\s*\(")
 
     def search(self, data: bytes) -> object:
-        return self._CLASS.search(data) and self._FACTORY.search(data)
+        return b"Module" in data and self._FORWARD.search(data) and self._CLASS.search(data) \
+            and self._FACTORY.search(data)
 
 
 @dataclass(frozen=True)
@@ -339,7 +342,7 @@ notebook's code and the Python files beside it. `--fix` rewrites only the change
             name = _screen_factory(call)
             return name is not None and any(q == "torch." + name for q in index.qualnames(call.func))
 
-        return any(_screen_class(cls, index, factory) for cls in index.classes)
+        return any(_screen_class(cls, index, factory) for cls in _screen_module_classes(index))
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch or _sets_default_device(ctx):
@@ -1000,6 +1003,24 @@ def _op_name(name: str) -> str:
 
 
 # --- whether the program may put the module on a device ---------------------------------------------------------
+def _screen_module_classes(index: AstIndex) -> list[ast.ClassDef]:
+    """:func:`_module_classes` over CPython's ``ast``: the classes with a base that is ``torch.nn.Module`` (by
+    its import) or a module class of the file (by name)."""
+    found: set[int] = set()
+    names: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls in index.classes:
+            if id(cls) not in found and any(
+                    (isinstance(base, ast.Name) and base.id in names) or index.qualnames(base) & _MODULE_BASES
+                    for base in cls.bases):
+                found.add(id(cls))
+                names.add(cls.name)
+                changed = True
+    return [cls for cls in index.classes if id(cls) in found]
+
+
 def _screen_class(cls: ast.ClassDef, index: AstIndex, factory: Callable[[ast.Call], bool]) -> bool:
     """May the class hold a finding? It defines ``forward``, and a factory call of ``factory`` is in
     ``forward`` or a method ``forward`` calls as ``self.m(...)``, or in ``__init__`` where it may reach a
