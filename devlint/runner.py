@@ -476,13 +476,24 @@ def worker_count(jobs: int, files: int, memory_mb: float | None) -> int:
     return max(1, count)
 
 
-def _batches(files: list[str], jobs: int) -> list[tuple[int, list[list[str]]]]:
-    """The files in batches of at most ``jobs`` * :data:`RECYCLE_FILES` (one pool each), each cut into
-    chunks (one task each); with the index of each batch's first file."""
+def _batches(files: list[str], jobs: int) -> list[list[list[int]]]:
+    """The indices of ``files`` in batches of at most ``jobs`` * :data:`RECYCLE_FILES` (one pool each), each
+    cut into chunks (one task each). Within a batch the largest files go first: a pool's workers finish
+    together instead of one of them still linting a run of large files while the others wait."""
     size = max(1, min(16, len(files) // (jobs * 8)))
     step = jobs * RECYCLE_FILES
-    return [(start, [files[i:i + size] for i in range(start, min(start + step, len(files)), size)])
-            for start in range(0, len(files), step)]
+    batches = []
+    for start in range(0, len(files), step):
+        order = sorted(range(start, min(start + step, len(files))), key=lambda i: -_size(files[i]))
+        batches.append([order[i:i + size] for i in range(0, len(order), size)])
+    return batches
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _process_all(files: list[str], config: Config, options: Options, project: list[str]) -> list[FileResult]:
@@ -515,21 +526,19 @@ def _in_pools(files: list[str], config: Config, options: Options, project: list[
 
     results: list[FileResult | None] = [None] * len(files)
     with interrupt.terminating():  # SIGTERM, like Ctrl-C, ends the pool's workers before devlint exits
-        for start, chunks in _batches(files, jobs):
+        for chunks in _batches(files, jobs):
             pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_pool_worker, initargs=(project,))
             try:  # (not pool.map: on an interrupt it cancels futures the pool then fails to mark broken)
                 pending = {}
-                at = start
                 for chunk in chunks:
-                    pending[pool.submit(_work_chunk, chunk, config, options)] = at
-                    at += len(chunk)
+                    pending[pool.submit(_work_chunk, [files[i] for i in chunk], config, options)] = chunk
                 while pending:
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        at = pending.pop(future)
+                        chunk = pending.pop(future)
                         chunk_results = future.result()
-                        for i, r in enumerate(chunk_results):
-                            results[at + i] = r
+                        for i, r in zip(chunk, chunk_results, strict=True):
+                            results[i] = r
                         if shown is not None:
                             shown.advance(len(chunk_results))
             except BaseException:

@@ -58,7 +58,11 @@ def test_workers_are_recycled_and_results_come_back_in_file_order(tmp_path: Path
     assert [len(p.files) for p in FakePool.pools] == [10, 10, 5]
     assert all(p.max_workers == 2 and p.shut for p in FakePool.pools)
     names = sorted(str(p) for p in tmp_path.glob("*.py"))
-    assert [p for pool in FakePool.pools for p in pool.files] == names
+    # each pool takes the next files in order, the largest first (its workers then finish together)
+    assert [sorted(pool.files) for pool in FakePool.pools] == [names[0:10], names[10:20], names[20:25]]
+    for pool in FakePool.pools:
+        sizes = [Path(f).stat().st_size for f in pool.files]
+        assert sizes == sorted(sizes, reverse=True) and sizes[0] > sizes[-1]
     assert [r.path for r in result.files] == names
     assert [(Path(f.path).name, f.code, f.start.row) for f in result.findings] == [
         (f"m{i:02}.py", "DEV001", 2) for i in range(0, 25, 3)]
