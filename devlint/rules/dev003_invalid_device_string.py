@@ -297,6 +297,36 @@ def _template_flaw(ctx: Context, parts: list[str | _Hole]) -> tuple[str, str] | 
     return flaw, example if not devices.is_valid(example) else "cuda:1,2"
 
 
+def _space_fix(ctx: Context, node: cst.CSTNode, parts: list[str | _Hole]) -> tuple[Fix | None, str | None]:
+    """Remove the spaces right after ``"<type>:"`` in the template's literal head (``'cuda: {}'`` ->
+    ``'cuda:{}'``), when nothing else in the template is wrong; and the probe's example of the fixed string."""
+    head = parts[0]
+    if not isinstance(head, str):
+        return None, None
+    stripped = re.sub(r"^([A-Za-z_]+:)\s+", r"\1", head)
+    fixed_parts = [stripped, *parts[1:]]
+    if _template_flaw(ctx, fixed_parts) is not None:
+        return None, None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        literal: cst.CSTNode = node.func.value
+    elif isinstance(node, cst.BinaryOperation):
+        literal = node.left
+        while isinstance(literal, cst.BinaryOperation):
+            literal = literal.left
+    else:
+        literal = node
+    if not isinstance(literal, (cst.SimpleString, cst.FormattedString)) or getattr(literal, "lpar", None):
+        return None, None
+    code = ctx.code(literal)
+    match = re.match(r"""([A-Za-z]*(?:'{3}|"{3}|'|")[A-Za-z_]+:)[ \t]+""", code)
+    if match is None:
+        return None, None
+    example = "".join(p if isinstance(p, str) else "0" for p in fixed_parts)
+    fix = Fix((replace_token(ctx, literal, match.group(1) + code[match.end():]),), Applicability.SAFE,
+              "Remove the space after the colon")
+    return fix, example if devices.is_valid(example) else None
+
+
 def _several_ids(ctx: Context, expr: cst.BaseExpression) -> bool:
     """Is ``expr`` certainly a list or tuple (its str() has brackets, never only digits)?"""
     if isinstance(expr, (cst.List, cst.Tuple)):
@@ -461,11 +491,15 @@ around the call (`try: torch.device(s) except RuntimeError:`), the string may be
 fix, and no finding for `torch.device(...)` itself. In files that also import TensorFlow, JAX, OpenVINO,
 ONNX Runtime and the like, a string that only may reach a device position is reported only when it is
 shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess the intent: unsafe.
+
+A built string whose only flaw is the space after the colon (`'cuda: {}'.format(i)`, `f"cuda: {i}"`,
+`"cuda: " + str(i)`) gets the same safe fix in its literal head (`'cuda:{}'.format(i)`) where it certainly
+reaches torch; other built strings have no automatic fix.
 '''
     doc_known_problems = '''
 Other strings built at run time (`"cuda:" + str(i)`, values read from a config file or passed in by a
 caller) are not checked, nor a built string whose only flaw needs its values (`"cuda:0{}"` is invalid
-for every value too, but is not reported). Built strings have no automatic fix. A device type
+for every value too, but is not reported). A device type
 registered by an out-of-tree backend that devlint does not know is reported until it is added to its list.
 '''
     doc_options = '''
@@ -518,6 +552,9 @@ parse gets its own E999 and the other cells are still checked.
         Invalid('import argparse\nimport torch\np = argparse.ArgumentParser()\n'
                 'p.add_argument("--device", default="0", help="cuda device, i.e. 0 or 0,1,2,3 or cpu")\n'
                 'args = p.parse_args()\ndevice = torch.device(f"cuda:{args.device}")\n'),
+        Invalid('import torch\n\n\ndef place(x, gpu):\n    return x.to("cuda: {}".format(gpu))\n',
+                fixed='import torch\n\n\ndef place(x, gpu):\n    return x.to("cuda:{}".format(gpu))\n'),
+        Invalid('import torch\n\n\ndef place(x, a, b):\n    return x.to("cuda:%d,%d" % (a, b))\n'),
     )
 
     def screen(self, index: AstIndex) -> bool:
@@ -586,7 +623,10 @@ parse gets its own E999 and the other cells are still checked.
                             '"cuda", or nn.DataParallel(model, device_ids=...)')
                 message = (f'Device string built as {built} {reason}: torch.device raises "Invalid device '
                            f'string" whatever it formats; {hint}')
-                yield self.finding(ctx, node, message, evidence=DeviceStringEvidence(value=example, fixed=None))
+                fix, fixed = None, None
+                if reason.startswith("always has a space") and self._reaches_torch(ctx, uses, use) and parts:
+                    fix, fixed = _space_fix(ctx, node, parts)
+                yield self.finding(ctx, node, message, fix, evidence=DeviceStringEvidence(value=example, fixed=fixed))
                 continue
             assert shape is not None
             if "with the default" in shape:
