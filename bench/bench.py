@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -170,13 +171,24 @@ def package_tree(spec: str) -> Path:
 
 
 def torch_tree() -> Path | None:
-    """The installed torch package (torch's own tree), found without importing it."""
+    """torch's own tree: the Python files of the installed torch package (found without importing it), copied
+    once into the bench cache. Linted where it is installed, the tree sits under a virtual environment that a
+    project's ``.gitignore`` (and devlint's default excludes) leave out."""
     import importlib.util
 
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(next(iter(spec.submodule_search_locations)))
+    installed = Path(next(iter(spec.submodule_search_locations)))
+    version = re.search(r"__version__\W*=\W*['\"]([^'\"]+)", (installed / "version.py").read_text())
+    dest = CACHE / f"torch-{version.group(1) if version else 'installed'}"
+    if not (dest / "src").is_dir():
+        shutil.rmtree(dest / "src.tmp", ignore_errors=True)
+        shutil.copytree(installed, dest / "src.tmp" / "torch",
+                        ignore=lambda d, names: [n for n in names if not n.endswith(".py")
+                                                 and not (Path(d) / n).is_dir()])
+        (dest / "src.tmp").rename(dest / "src")
+    return dest / "src"
 
 
 def bench_tree(name: str, tree: Path, args: argparse.Namespace, work: Path) -> None:

@@ -154,6 +154,8 @@ early cell counts for the cells after it. The finding names its cell (`nb.ipynb:
 
     VALID = (
         Valid('import torch\nx = torch.zeros(3, dtype=torch.float32, device="mps")\n'),
+        Valid('import torch\ndtype = torch.float32\ntorch.set_default_dtype(dtype)\n'
+              'x = torch.zeros(3, device="mps")\n'),
         Valid('import torch\nx = torch.zeros(3, dtype=torch.float64, device="cuda")\n'),
         Valid('import torch\nimport numpy as np\ndevice = "mps" if torch.backends.mps.is_available() else "cpu"\n'
               'a = np.random.rand(8, 3)\nx = torch.from_numpy(a).float().to(device)\n'),
@@ -241,9 +243,9 @@ class _Judge:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.table = bindings(ctx)
-        self.default_f64 = self._default_float64()
         # names some function declares global or nonlocal: rebound where this cannot see (``global device``)
         self.declared = set().union(*(scope.declared for scope in self.table.scopes.values()))
+        self.default_f64 = self._default_float64()  # (reads self.declared)
 
     # --- sites ------------------------------------------------------------------------------------------
     def site(self, call: cst.Call) -> tuple[str, str, Fix | None] | None:
