@@ -52,6 +52,7 @@ class Project:
         self._evidence: dict[str, dict[str, bool]] = {}
         self._exports: dict[str, dict[str, tuple[int, str, str]]] = {}
         self._cuda_extensions: frozenset[str] | None = None
+        self._top: dict[str, frozenset[str]] = {}  # path -> the modules its top level imports (small: kept)
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -299,11 +300,14 @@ class Project:
                 return True
         return False
 
-    def _top_imports(self, path: str) -> set[str]:
+    def _top_imports(self, path: str) -> frozenset[str]:
+        """The modules ``path`` imports at its top level (parsed once per run: every file importing it asks)."""
         import ast
 
         from devlint import screen
 
+        if path in self._top:
+            return self._top[path]
         data = self.read(path)
         tree = screen.parse(data) if data is not None and len(data) <= 2 * 1024 * 1024 else None
         found: set[str] = set()
@@ -312,7 +316,8 @@ class Project:
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module:
                 found.add(node.module)
-        return found
+        self._top[path] = frozenset(found)
+        return self._top[path]
 
     def calls_named(self, name: str, also: tuple[str, ...] = (),
                     home: str | None = None) -> list[tuple[Context, cst.Call]] | None:
