@@ -35,9 +35,10 @@ class Project:
     """The files of one run (absolute paths), parsed on demand."""
 
     MAX_CONTEXTS = 48
+    MAX_CONTEXT_BYTES = 3 * 1024 * 1024  # the text of the parsed files kept
     MAX_CALLER_FILES = 40  # a name called from more files than this: its callers are not all looked at
     MAX_BYTES = 16 * 1024 * 1024  # files' bytes kept (the rest is read again: from the OS's cache)
-    MAX_CALLER_NAMES = 16  # call-site lists kept (each holds the parsed files it found calls in)
+    MAX_CALLER_NAMES = 64  # lists of the files that call a name, kept
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths = sorted({os.path.abspath(p) for p in paths})
@@ -47,11 +48,12 @@ class Project:
         self._bytes: OrderedDict[str, bytes | None] = OrderedDict()
         self._bytes_held = 0
         self._nccl: bool | None = None
-        self._callers: OrderedDict[str, list[tuple[Context, cst.Call]] | None] = OrderedDict()
+        self._callers: OrderedDict[str, list[str] | None] = OrderedDict()
         self.consulted: set[str] = set()
         self._evidence: dict[str, dict[str, bool]] = {}
         self._exports: dict[str, dict[str, tuple[int, str, str]]] = {}
         self._cuda_extensions: frozenset[str] | None = None
+        self._adopted: Context | None = None  # the file being linted (never evicted)
         self._top: dict[str, frozenset[str]] = {}  # path -> the modules its top level imports (small: kept)
 
     # --- files ----------------------------------------------------------------------------------
@@ -85,22 +87,34 @@ class Project:
     def context(self, path: str) -> Context | None:
         """The LibCST context of a file of the run (None when it cannot be read or parsed)."""
         path = os.path.abspath(path)
+        if self._adopted is not None and os.path.abspath(self._adopted.path) == path:
+            return self._adopted  # the file being linted: its nodes are the ones its rules hold
         if path in self._contexts:
             self._contexts.move_to_end(path)
             self.consulted.add(path)
             return self._contexts[path]
         ctx = self._parse(path)
         self._contexts[path] = ctx
-        if len(self._contexts) > self.MAX_CONTEXTS:
-            self._contexts.popitem(last=False)
+        self._trim_contexts()
         self.consulted.add(path)
         return ctx
+
+    def _trim_contexts(self) -> None:
+        """Keep at most MAX_CONTEXTS parsed files, and no more than MAX_CONTEXT_BYTES of their text (a syntax
+        tree takes about a hundred times its file's size): the least recently used go first."""
+        held = sum(len(c.text or "") for c in self._contexts.values() if c is not None)
+        while len(self._contexts) > 1 and (len(self._contexts) > self.MAX_CONTEXTS or held > self.MAX_CONTEXT_BYTES):
+            _, old = self._contexts.popitem(last=False)
+            held -= len(old.text or "") if old is not None else 0
 
     def adopt(self, ctx: Context) -> None:
         """The file being linted: its context is the one its rules use."""
         path = os.path.abspath(ctx.path)
+        self._adopted = ctx
         self._contexts[path] = ctx
+        self._contexts.move_to_end(path)
         ctx.project = self
+        self._trim_contexts()
 
     def _parse(self, path: str) -> Context | None:
         from devlint.source import SourceError, decode
@@ -328,34 +342,39 @@ class Project:
         if key in self._callers:
             self._callers.move_to_end(key)
         else:
-            word = name.encode()
-            pattern = re.compile(rb"\b" + re.escape(word) + rb"\s*\(")
-            others = [a.encode() for a in also]
-            files = []
-            for p in self.paths:
-                data = self.read(p) or b""
-                # bytes.find first (memmem): a regex over every file for every name costs seconds
-                if word in data and (not others or any(o in data for o in others) or p == home) \
-                        and pattern.search(data):
-                    files.append(p)
-            if len(files) > self.MAX_CALLER_FILES:
-                self._callers[key] = None
-            else:
-                found: list[tuple[Context, cst.Call]] = []
-                for path in files:
-                    ctx = self.context(path)
-                    if ctx is None:
-                        continue
-                    for call in ctx.nodes(cst.Call):
-                        func = call.func
-                        called = func.value if isinstance(func, cst.Name) else (
-                            func.attr.value if isinstance(func, cst.Attribute) else None)
-                        if called == name:
-                            found.append((ctx, call))
-                self._callers[key] = found
+            self._callers[key] = self._files_calling(name, also, home)
             if len(self._callers) > self.MAX_CALLER_NAMES:
                 self._callers.popitem(last=False)
-        return self._callers[key]
+        files = self._callers[key]
+        if files is None:
+            return None
+        # the parsed files are held by the bounded context cache only (a list of calls would keep them all)
+        found: list[tuple[Context, cst.Call]] = []
+        for path in files:
+            ctx = self.context(path)
+            if ctx is None:
+                continue
+            for call in ctx.nodes(cst.Call):
+                func = call.func
+                called = func.value if isinstance(func, cst.Name) else (
+                    func.attr.value if isinstance(func, cst.Attribute) else None)
+                if called == name:
+                    found.append((ctx, call))
+        return found
+
+    def _files_calling(self, name: str, also: tuple[str, ...], home: str | None) -> list[str] | None:
+        """The files :meth:`calls_named` looks in (None: more than MAX_CALLER_FILES)."""
+        word = name.encode()
+        pattern = re.compile(rb"\b" + re.escape(word) + rb"\s*\(")
+        others = [a.encode() for a in also]
+        files = []
+        for p in self.paths:
+            data = self.read(p) or b""
+            # bytes.find first (memmem): a regex over every file for every name costs seconds
+            if word in data and (not others or any(o in data for o in others) or p == home) \
+                    and pattern.search(data):
+                files.append(p)
+        return None if len(files) > self.MAX_CALLER_FILES else files
 
 
 def _regular_file(path: str, flags: int) -> int:
