@@ -17,8 +17,11 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (imported by the pools that need it: a run answered from the cache starts no pool)
+    from concurrent.futures import ProcessPoolExecutor
 
 _HELD = (signal.SIGINT, signal.SIGTERM)
 GRACE = 1.0  # seconds a worker has to exit after SIGTERM before it is killed
