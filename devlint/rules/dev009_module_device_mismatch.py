@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from devlint import devices
 from devlint.context import Context, children, dotted_name
@@ -834,18 +834,27 @@ def _factory(call: cst.Call, fname: str) -> _Val:
 _SIZED = frozenset({"zeros", "ones", "empty", "rand", "randn", "full", "randint"})
 
 
-def _sized(call: cst.Call, fname: str, positional: list[cst.BaseExpression]) -> bool:
-    """Is the size of ``torch.zeros(...)`` and the like certainly not ``()`` (a 0-dim tensor)?"""
-    sizes = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "size"]
+_Node = TypeVar("_Node")
+
+
+def _shape_head(fname: str, positional: Sequence[_Node], sizes: Sequence[_Node]) -> _Node | None:
+    """The first argument that gives the size of ``torch.<fname>(...)`` (``full``: its first positional one;
+    ``randint``: ``size=`` or its last positional one), None when there is none."""
     if fname == "full":
         shape = positional[:1] or sizes
     elif fname == "randint":
         shape = sizes or positional[-1:]
     else:
         shape = positional or sizes
-    if not shape:
+    return shape[0] if shape else None
+
+
+def _sized(call: cst.Call, fname: str, positional: list[cst.BaseExpression]) -> bool:
+    """Is the size of ``torch.zeros(...)`` and the like certainly not ``()`` (a 0-dim tensor)?"""
+    sizes = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "size"]
+    first = _shape_head(fname, positional, sizes)
+    if first is None:
         return False
-    first = shape[0]
     if isinstance(first, (cst.Tuple, cst.List)):
         return bool(first.elements)
     return fname != "randint"  # randint's size is a tuple; torch.randint(n, (...)) is read above
@@ -1201,17 +1210,9 @@ def _screen_factory(call: ast.Call) -> str | None:
 
 def _screen_sized(call: ast.Call, name: str) -> bool:
     """:func:`_sized` over CPython's ``ast``."""
-    positional = call.args
-    sizes = [k.value for k in call.keywords if k.arg == "size"]
-    if name == "full":
-        shape = positional[:1] or sizes
-    elif name == "randint":
-        shape = sizes or positional[-1:]
-    else:
-        shape = positional or sizes
-    if not shape:
+    first = _shape_head(name, call.args, [k.value for k in call.keywords if k.arg == "size"])
+    if first is None:
         return False
-    first = shape[0]
     if isinstance(first, (ast.Tuple, ast.List)):
         return bool(first.elts)
     return name != "randint"
