@@ -46,19 +46,23 @@ def parse(data: bytes) -> ast.Module | None:
         return None
 
 
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of a node type that may hold a node (computed once per type)."""
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+    return fields
+
+
 def walk(node: ast.AST) -> Iterator[ast.AST]:
     """Every node under ``node`` (itself included), as :func:`ast.walk` but several times faster: it skips the
     fields that never hold a node (names, constants, expression contexts) and reads the others directly."""
     stack = [node]
-    fields_of, node_type = _CHILD_FIELDS, ast.AST
+    node_type = ast.AST
     while stack:
         node = stack.pop()
         yield node
-        kind = type(node)
-        fields = fields_of.get(kind)
-        if fields is None:
-            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
-        for name in fields:
+        for name in _fields(type(node)):
             value = getattr(node, name, None)
             if type(value) is list:
                 stack.extend(v for v in value if isinstance(v, node_type))
@@ -71,16 +75,12 @@ def walk_with_parents(node: ast.AST) -> list[tuple[ast.AST, int]]:
     node comes before its parent."""
     out: list[tuple[ast.AST, int]] = []
     stack: list[tuple[ast.AST, int]] = [(node, 0)]
-    fields_of, node_type = _CHILD_FIELDS, ast.AST
+    node_type = ast.AST
     while stack:
         node, parent = stack.pop()
         out.append((node, parent))
-        kind = type(node)
-        fields = fields_of.get(kind)
-        if fields is None:
-            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
         here = id(node)
-        for name in fields:
+        for name in _fields(type(node)):
             value = getattr(node, name, None)
             if type(value) is list:
                 stack.extend((v, here) for v in value if isinstance(v, node_type))
@@ -215,7 +215,7 @@ class AstIndex:
                 continue
             fields = fields_of.get(kind)
             if fields is None:
-                fields = fields_of[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+                fields = _fields(kind)
             for name in fields:  # ast.iter_child_nodes, inlined (the walk visits every node of every file)
                 value = getattr(node, name, None)
                 if type(value) is list:
@@ -294,12 +294,9 @@ class AstIndex:
     def _is_evidence(self, call: ast.Call) -> bool:
         """May this call be a source in provenance.py: a tensor made with requires_grad/device, an
         nn.Parameter, a module, a ``.cuda()``/``.to(...)`` move, ``.requires_grad_()``?"""
-        func = call.func
-        if isinstance(func, ast.Attribute) and (
-            func.attr in (devices.CUDA_METHOD, "requires_grad_")
-            or (func.attr == devices.MOVE_METHOD and self._moves(call))
-        ):
+        if self._moved_or_marked(call):
             return True
+        func = call.func
         name = dotted(func)
         if name is None:
             return False
@@ -318,6 +315,13 @@ class AstIndex:
             if any(k.arg in ("requires_grad", devices.DEVICE_KEYWORD) for k in call.keywords):
                 return True
         return False
+
+    def _moved_or_marked(self, call: ast.Call) -> bool:
+        """``x.cuda()``, ``x.requires_grad_()``, or an ``x.to(...)`` that may move ``x`` to a device."""
+        func = call.func
+        return isinstance(func, ast.Attribute) and (
+            func.attr in (devices.CUDA_METHOD, "requires_grad_")
+            or (func.attr == devices.MOVE_METHOD and self._moves(call)))
 
     def _moves(self, call: ast.Call) -> bool:
         """May ``x.to(...)`` put ``x`` on a device (provenance.py's ``_moved``)? Not when it names no device (only
@@ -345,9 +349,7 @@ class AstIndex:
         """A ``.cuda()`` / ``.to(x)`` / ``.requires_grad_()`` call, or a torch call with ``device=`` or
         ``requires_grad=``: what another method of the class may leave on ``self``."""
         for call in scope.calls:
-            func = call.func
-            if isinstance(func, ast.Attribute) and (func.attr in (devices.CUDA_METHOD, "requires_grad_") or (
-                    func.attr == devices.MOVE_METHOD and self._moves(call))):
+            if self._moved_or_marked(call):
                 return True
             if any(k.arg in ("requires_grad", devices.DEVICE_KEYWORD) for k in call.keywords):
                 return True

@@ -40,7 +40,6 @@ class CudaEvidence(Evidence):
     cuda_index: int | None = None
 
 
-
 class _CudaTrigger:
     """``["']cuda|cuda(?:\\s*[()\\\\#]|\\.\\w*Tensor)`` as a search from the literal ``cuda``, the quote before
     it checked by hand: an alternation that starts with a character class is scanned at every byte (six times

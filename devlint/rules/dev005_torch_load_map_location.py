@@ -232,6 +232,11 @@ def _saved_before(ctx: Context, load: cst.Call) -> bool:
 # A call that fetches a file from the internet: load_file_from_url, download_url_to_file, hf_hub_download,
 # open_url, urlopen, gdown.download
 _FETCH = re.compile(r"download|url|hub", re.IGNORECASE)
+
+
+def _called_name(call: cst.Call) -> str:
+    """The last part of the called name (``load_file_from_url`` of ``utils.load_file_from_url(...)``)."""
+    return (dotted_name(call.func) or "").split(".")[-1]
 _TEST_DIRS = frozenset({"test", "tests"})
 
 
@@ -240,7 +245,7 @@ def _fetches_or_ships(ctx: Context, expr: cst.CSTNode) -> bool:
     for node in walk(expr):
         if isinstance(node, cst.Name) and node.value == "__file__":
             return True
-        if isinstance(node, cst.Call) and _FETCH.search((dotted_name(node.func) or "").split(".")[-1]):
+        if isinstance(node, cst.Call) and _FETCH.search(_called_name(node)):
             return True
     return False
 
@@ -268,7 +273,7 @@ def _published(ctx: Context, load: cst.Call) -> bool:
     if any(_fetches_or_ships(ctx, e) for e in _origins(ctx, arg, scope)):
         return True
     source = ctx.code(arg)
-    if any(_FETCH.search((dotted_name(call.func) or "").split(".")[-1])
+    if any(_FETCH.search(_called_name(call))
            and any(ctx.code(a.value) == source for a in call.args)
            for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope)):
         return True
@@ -299,7 +304,7 @@ def _fetches_weights(node: cst.CSTNode) -> bool:
     model (a function named ``*pretrained*``, a ``pretrained=True`` argument)?"""
     if not isinstance(node, cst.Call):
         return False
-    name = (dotted_name(node.func) or "").split(".")[-1]
+    name = _called_name(node)
     if _FETCH.search(name) or "pretrained" in name.lower():
         return True
     return any(a.keyword is not None and a.keyword.value == "pretrained"

@@ -202,9 +202,8 @@ early cell counts for the cells after it. The finding names its cell (`nb.ipynb:
 
     def screen(self, index: AstIndex) -> bool:
         """The file imports torch, has an mps device string (every finding's device comes from one; a string
-        compared with something is not one) and a
-        source of float64: a name of the dtype (``float64``, ``double``, ``.double()``, ``set_default_dtype``)
-        or NumPy (whose float arrays are float64)."""
+        compared with something is not one) and a source of float64: a name of the dtype (``float64``,
+        ``double``, ``.double()``, ``set_default_dtype``) or NumPy (whose float arrays are float64)."""
         if not index.imports_torch:
             return False
         mps = False

@@ -1062,8 +1062,7 @@ def _screen_mixes(method: ast.FunctionDef | ast.AsyncFunctionDef, factory: Calla
         for node, _ in reversed(nodes):  # each node before its parent
             if _screen_hot(node, hot, tainted):
                 hot.add(id(node))
-        new = {n.id for a in assigns if _assigns_hot(a.value, hot)  # type: ignore[arg-type]
-               for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) for n in walk(t)
+        new = {n.id for a in assigns if _assigns_hot(a.value, hot) for t in _assign_targets(a) for n in walk(t)
                if isinstance(n, ast.Name)} - tainted
         if not new:
             break
@@ -1071,7 +1070,11 @@ def _screen_mixes(method: ast.FunctionDef | ast.AsyncFunctionDef, factory: Calla
     return any(_screen_mix(node, hot) for node, _ in nodes)
 
 
-def _assigns_hot(value: ast.expr, hot: set[int]) -> bool:
+def _assign_targets(assign: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:
+    return assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+
+
+def _assigns_hot(value: ast.expr | None, hot: set[int]) -> bool:
     """Does an assignment of ``value`` bind a name to a CPU tensor (``a, b = x, y``: either)?"""
     if id(value) in hot:
         return True
@@ -1163,13 +1166,11 @@ def _screen_init(init: ast.FunctionDef | ast.AsyncFunctionDef, factory: Callable
     while changed:  # local names that may hold a factory's tensor
         changed = False
         for a in assigns:
-            targets = a.targets if isinstance(a, ast.Assign) else [a.target]
-            names = {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)} - tainted
+            names = {n.id for t in _assign_targets(a) for n in walk(t) if isinstance(n, ast.Name)} - tainted
             if names and feeds(a.value, tainted):
                 tainted |= names
                 changed = True
-    return any(feeds(a.value, tainted) for a in assigns
-               for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+    return any(feeds(a.value, tainted) for a in assigns for t in _assign_targets(a)
                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
 
 
