@@ -42,3 +42,16 @@ def test_verify_output_in_readme_is_real(monkeypatch, targets_detected_once):
     result = CliRunner().invoke(main, ["verify", "fixtures/demo/"])
     assert result.exit_code == 1
     assert result.output == block
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+def test_gpu_verify_table_in_readme_is_real(monkeypatch, targets_detected_once):
+    """The H100 block: the same verdicts per target on a machine with one GPU (the error texts vary by build)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    block = re.findall(r"```console\n\$ devlint verify fixtures/demo/\n(.*?)```", README, re.S)[1]
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(main, ["verify", "fixtures/demo/"])
+    assert result.output.split("\n\n")[0] == block.split("\n\n")[0]

@@ -241,9 +241,10 @@ def test_cuda_path(tmp_path, targets_detected_once):
     assert late["fixed"]["cuda"]["verdict"] == "clean"
     rules = json.loads(CliRunner().invoke(main, ["verify", "--rules", "--output-format", "json"]).output)
     by_init = {r["evidence"]["init"]: r["targets"]["cuda"] for r in rows_of(rules, "DEV004")}
-    # a CUDA tensor certainly initialises CUDA: hiding every GPU afterwards has no effect
-    assert by_init["torch.zeros(1, device='cuda')"]["verdict"] == "confirmed", by_init
-    assert "stayed" in by_init["torch.zeros(1, device='cuda')"]["detail"]
+    # a CUDA tensor (the probe's stand-in for an init it does not know) certainly initialises CUDA:
+    # hiding every GPU afterwards has no effect
+    assert by_init[None]["verdict"] == "confirmed", by_init
+    assert "stayed" in by_init[None]["detail"]
     gpu = d[("numpy_bad.py", 20, "DEV002")]
     assert gpu["targets"]["cuda"]["verdict"] == "confirmed"
     assert "can't convert cuda:0 device type tensor to numpy" in gpu["targets"]["cuda"]["detail"]

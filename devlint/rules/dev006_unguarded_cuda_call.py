@@ -86,6 +86,15 @@ with what each raises on torch 2.13.0+cpu (every one of them was run on that bui
   `reset_accumulated_memory_stats()`, `get_memory_info()`, `get_device_capability()`, and
   `with torch.accelerator.device_index(0):`.
 
+On a CUDA build of torch with no GPU visible (the default Linux wheel on a laptop or CI runner; seen with
+torch 2.11.0+cu130 on an H100 machine with `CUDA_VISIBLE_DEVICES=""`, 2026-11-26) the errors differ:
+`synchronize()`, `get_device_name(0)`, `set_device(0)`, `with torch.cuda.device(0):` and
+`torch.accelerator.synchronize()` raise `RuntimeError: No CUDA GPUs are available`,
+`reset_peak_memory_stats()` raises `RuntimeError: invalid argument to reset_peak_memory_stats`, and
+`torch.cuda.Event(enable_timing=True)` is built without error (the event is created on its first
+`record()`, which needs the GPU: not run there yet), so `devlint verify` does not reproduce the `Event` case
+on that build.
+
 Imports are resolved: `import torch as T; T.cuda.synchronize()`, `from torch.cuda import synchronize`,
 `torch.cuda.memory.mem_get_info()`.
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The checks that need a GPU, as one script for a machine that has one (run from the repository root).
+# Writes its logs under $OUT (default /tmp/devlint-device): the machine, the CUDA-marked tests, the whole
+# suite, `devlint verify` on the demo and on every rule's evidence, and `verify --run` of the Colab script.
+# Wheels that machine lacks (libcst ...) may wait in .whl/; they are installed into /tmp/site first.
+# Parts: `bash bench/device_check.sh [cuda] [verify] [suite]` (all three by default). On an H100 machine
+# (2026-11-26) `cuda` took 200 s, `verify` 210 s and `suite` more than 150 s: split them over calls.
+set -u
+OUT="${OUT:-/tmp/devlint-device}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 DEVLINT_PROGRESS=0
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH="/tmp/site:$PWD"
+else
+    export PYTHONPATH="$PWD"
+fi
+step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NAME.txt, say how it ended
+    local name="$1" limit="$2"; shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
+    echo "$name: exit $? in $((SECONDS - t0)) s" | tee -a "$OUT/summary.txt"
+}
+{ nvidia-smi -L; python3 -c "import torch, libcst; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+'available', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '-');
+print('libcst', libcst.__version__ if hasattr(libcst, '__version__') else '?')"; } >"$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+parts="${*:-cuda verify suite}"
+if [[ " $parts " == *" cuda "* ]]; then  # one process: the module fixtures run once (no xdist)
+    step cuda_tests 300 python3 -m pytest -q -p no:cacheprovider -p no:xdist -m cuda -rA \
+        tests/test_verify.py tests/test_readme.py
+fi
+if [[ " $parts " == *" verify "* ]]; then
+    step verify_demo 90 python3 -m devlint verify fixtures/demo/
+    step verify_rules 150 python3 -m devlint verify --rules
+    step verify_run 90 python3 -m devlint verify --run fixtures/scripts/colab_classifier.py
+fi
+if [[ " $parts " == *" suite "* ]]; then
+    step suite 400 python3 -m pytest -q -p no:cacheprovider -n 12 -rfE tests \
+        --ignore=tests/test_server.py --ignore=tests/test_precommit.py --ignore=tests/test_packaging.py
+fi
+tail -n 3 "$OUT"/*.txt
