@@ -137,6 +137,126 @@ def _built_head(node: ast.BinOp | ast.Call) -> Iterator[str]:
         yield f"{head.value}+"
 
 
+def _roots(target: ast.AST) -> Iterator[str]:
+    """The names a binding target writes: ``x``, the roots of ``x.attr`` / ``x[i]`` (the object changes),
+    each name of a tuple or a starred target."""
+    stack = [target]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            stack.extend(node.elts)
+        elif isinstance(node, (ast.Starred, ast.Attribute, ast.Subscript)):
+            stack.append(node.value)
+
+
+_KEEPS = frozenset({"requires_grad_", "cuda", "to"})  # (methods that may undo a detach or a move to the CPU)
+
+
+def _settled(receiver: ast.AST) -> bool:
+    """Is ``receiver`` (of ``.numpy()``) certainly detached and on the CPU by its own chain, read from the
+    outside in: ``x.detach().cpu()``, ``out[i].data.float().cpu()``, ``y.cpu().detach()[0]``? Only calls
+    without arguments, indexing and attributes may sit between (a call with arguments may bring another
+    tensor's grad or device in; ``.cuda()`` / ``.requires_grad_()`` undo them)."""
+    cpu = detached = False
+    node = receiver
+    while not (cpu and detached):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if method == "to" and not node.keywords and len(node.args) == 1 \
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu":
+                cpu = True
+            elif node.args or node.keywords or method in _KEEPS:
+                return False
+            elif method == "cpu":
+                cpu = True
+            elif method in ("detach", "detach_"):
+                detached = True
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            detached = detached or node.attr in ("data", "grad")
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return False
+    return True
+
+
+def _defaults(args: ast.arguments) -> Iterator[tuple[frozenset[str], ast.AST]]:
+    """A function's parameters bound from their defaults."""
+    positional = [*args.posonlyargs, *args.args]
+    with_default = positional[len(positional) - len(args.defaults):]
+    for arg, default in zip(with_default, args.defaults, strict=True):
+        yield frozenset({arg.arg}), default
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if kw_default is not None:
+            yield frozenset({arg.arg}), kw_default
+
+
+def _scope_binds(node: ast.AST, out: list[tuple[frozenset[str], ast.AST]], declared: set[str],
+                 imported: set[str] | frozenset[str]) -> None:
+    """The bindings in the body of one scope's statement (not in the functions and classes defined in it)
+    into ``out``; the names it declares ``global`` / ``nonlocal`` into ``declared``."""
+    stack: list[ast.AST] = list(getattr(node, "body", []))
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _SCOPES or kind is ast.ClassDef:
+            continue  # a scope of its own
+        bound = _binding(item)
+        if bound is not None:
+            if kind is ast.Call:  # a method of a module (``torch.zeros(...)``) changes no value
+                bound = (bound[0] - imported, bound[1])
+            if bound[0]:
+                out.append(bound)
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            declared.update(item.names)  # type: ignore[attr-defined]
+        for field_name in _fields(kind):
+            value = getattr(item, field_name, None)
+            if type(value) is list:
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+
+
+def _pattern_names(pattern: ast.AST) -> Iterator[str]:
+    for node in walk(pattern):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name is not None:
+            yield node.name
+        elif isinstance(node, ast.MatchMapping) and node.rest is not None:
+            yield node.rest
+
+
+def _binding(node: ast.AST) -> tuple[frozenset[str], ast.AST] | None:
+    """(the names, the expression they are bound from) of a statement or expression that binds names: an
+    assignment of any kind, ``for``, ``with ... as``, a comprehension's ``for``, ``match``, and a method call
+    on a name (``outs.append(y)``, ``d.update(v)``: the object may now hold its arguments)."""
+    names: list[str]
+    if isinstance(node, ast.Assign):
+        names = [n for t in node.targets for n in _roots(t)]
+        value: ast.AST | None = node.value
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+        names, value = list(_roots(node.target)), node.value
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        names, value = list(_roots(node.target)), node.iter
+    elif isinstance(node, ast.withitem):
+        if node.optional_vars is None:
+            return None
+        names, value = list(_roots(node.optional_vars)), node.context_expr
+    elif isinstance(node, ast.Match):
+        names = [n for case in node.cases for n in _pattern_names(case.pattern)]
+        value = node.subject
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        names, value = list(_roots(node.func.value)), node
+    else:
+        return None
+    if not names or value is None:
+        return None
+    return frozenset(names), value
+
+
 @dataclass
 class Scope:
     """A function body (or the module's top level), not counting nested functions and classes: the unit
@@ -147,6 +267,7 @@ class Scope:
     cls: ast.ClassDef | None = None  # a method's class (its methods share what __init__ sets on self)
     children: list[Scope] = field(default_factory=list)  # the functions and class bodies defined in this one
     numpy: list[ast.Call] = field(default_factory=list)  # its ``.numpy()`` calls
+    node: ast.AST | None = None  # the function or class statement (the module for the top level)
 
     def all_calls(self) -> Iterator[ast.Call]:
         """Every call in the scope and in the functions and classes defined in it (what ``ast.walk`` of the
@@ -192,10 +313,16 @@ class AstIndex:
     relative_names: set[str] = field(default_factory=set)  # names bound by relative imports (the project's)
     project: Project | None = None
     _device_strings: list[tuple[str, str]] | None = None
+    _bind_cache: tuple[dict[int, list[tuple[frozenset[str], ast.AST]]], frozenset[str]] | None = None
+    _taint_cache: dict[int, set[str] | None] = field(default_factory=dict)
+    _summaries: dict[int, tuple[frozenset[str], bool]] = field(default_factory=dict)
+    _selfish_cache: dict[int, bool] = field(default_factory=dict)
+    _parents: dict[int, Scope] = field(default_factory=dict)  # id of a scope -> the scope it is defined in
 
     @classmethod
     def build(cls, tree: ast.Module, project: Project | None = None, path: str | None = None) -> AstIndex:
         index = cls(tree, project=project, path=path)
+        index.module_scope.node = tree
         index._walk()
         return index
 
@@ -246,7 +373,7 @@ class AstIndex:
         interpreted) and the rest of it (decorators, arguments, bases, ...) in the enclosing ``scope``."""
         inner: Scope
         if isinstance(node, ast.ClassDef):
-            inner = Scope()  # a class body: not interpreted (not in self.scopes), only the parent of its methods
+            inner = Scope(node=node)  # a class body: not interpreted (not in self.scopes)
             self.class_names.add(node.name)
             self.classes.append(node)
             if any("Module" in (dotted(b) or "") or "Model" in (dotted(b) or "") or (dotted(b) or "").startswith("nn.")
@@ -258,12 +385,13 @@ class AstIndex:
         else:
             self.function_names.add(node.name)
             owner = self._owner.get(id(node))
-            inner = Scope(cls=owner)
+            inner = Scope(cls=owner, node=node)
             self.scopes.append(inner)
             self.function_scopes.setdefault(f"{owner.name}.{node.name}" if owner else node.name, inner)
         self.scope_of[id(node)] = inner
         if scope is not None:
             scope.children.append(inner)
+            self._parents[id(inner)] = scope  # (not on the scope: a cycle would outlive the file)
         for sub in node.body:
             stack.append((sub, inner))
         for name in ("decorator_list", "args", "returns", "bases", "keywords", "type_params"):
@@ -367,26 +495,27 @@ class AstIndex:
     def _calls_project(self, scope: Scope) -> bool:
         """Does the scope call a function of the file (``helper(x)``, ``self.helper(x)``) or of the project
         (a relative import, a module among the run's files), whose returned value provenance.py follows?"""
-        for call in scope.calls:
-            name = dotted(call.func)
-            if name is None:
-                continue
-            root, _, rest = name.partition(".")
-            if root in ("self", "cls") or root in self.function_names:
-                # what a function or method of the file returns: evidence in its own body (or the module's)
-                symbol = f"{scope.cls.name}.{rest}" if root in ("self", "cls") and scope.cls is not None else root
-                target = self.function_scopes.get(symbol)
-                if target is not None and target is not scope and (
-                        self._has_evidence(target) or self._has_evidence(self.module_scope)):
-                    return True
-                if target is None and root in ("self", "cls") and scope.cls is not None \
-                        and self._inherited_evidence(scope.cls, rest):
-                    return True
-            elif self.project is not None and self._project_returns_evidence(root, rest):
+        return any(self._returns_evidence(scope, call) for call in scope.calls)
+
+    def _returns_evidence(self, scope: Scope, call: ast.Call) -> bool:
+        """Is ``call`` one of :meth:`_calls_project`'s: a function of the file or the project that holds
+        evidence (or may: no project to look in)?"""
+        name = dotted(call.func)
+        if name is None:
+            return False
+        root, _, rest = name.partition(".")
+        if root in ("self", "cls") or root in self.function_names:
+            # what a function or method of the file returns: evidence in its own body (or the module's)
+            symbol = f"{scope.cls.name}.{rest}" if root in ("self", "cls") and scope.cls is not None else root
+            target = self.function_scopes.get(symbol)
+            if target is not None and target is not scope and (
+                    self._has_evidence(target) or self._has_evidence(self.module_scope)):
                 return True
-            elif self.project is None and root in self.relative_names:
-                return True  # no project to look in: it may
-        return False
+            return target is None and root in ("self", "cls") and scope.cls is not None \
+                and self._inherited_evidence(scope.cls, rest)
+        if self.project is not None:
+            return self._project_returns_evidence(root, rest)
+        return root in self.relative_names  # no project to look in: it may
 
     def _inherited_evidence(self, cls: ast.ClassDef, method: str) -> bool:
         """Does ``method`` of a direct base of ``cls`` (of the file or the project) hold evidence?"""
@@ -533,24 +662,129 @@ class AstIndex:
         with_numpy = [s for s in (module, *self.scopes) if s.numpy_calls]
         if not with_numpy:
             return False
-        if self._has_evidence(module):
-            return True
+        module_values = self._has_evidence(module)
         for scope in with_numpy:
-            # self.model built or moved to a device (or made to require grad) in another method of the class
-            if self._holds_values(scope):
+            # evidence at the top, in the scope, self.model built or moved to a device (or made to require
+            # grad) in another method of the class; and a ``.numpy()`` receiver that such a value may reach
+            if (module_values or self._holds_values(scope)) and self._numpy_reached(scope):
                 return True
         return self._numpy_helper_called_with_evidence(with_numpy)
+
+    # --- where values flow (an over-approximation of provenance.py, per scope) ----------------------------
+    MAX_BINDS = 2000  # a scope with more bindings than this: every receiver may be reached
+
+    def _numpy_reached(self, scope: Scope) -> bool:
+        """May a value that holds evidence reach the receiver of one of the scope's ``.numpy()`` calls? Names
+        bound from such a value (assigned, iterated, ``with ... as``, appended to, in any order: the
+        bindings are read flow-insensitively to a fixed point) carry it, as do the names the enclosing
+        scopes and the module bind so, any name declared ``global`` / ``nonlocal``, and ``self`` / ``cls`` in a
+        class whose methods hold evidence or move values."""
+        tainted = self._tainted(scope)
+        if tainted is None:
+            return True
+        return any(self._flows(scope, call.func.value, tainted)
+                   for call in scope.numpy if isinstance(call.func, ast.Attribute) and not _settled(call.func.value))
+
+    def _selfish(self, scope: Scope) -> bool:
+        """May ``self`` hold a value with evidence: does a method of the scope's class hold or make one?"""
+        cls = scope.cls
+        if cls is None:
+            return False
+        found = self._selfish_cache.get(id(cls))
+        if found is None:
+            methods = [s for s in self.scopes if s.cls is cls]
+            found = any(self._has_move(s) or self._has_evidence(s) for s in methods) \
+                or any(self._calls_project(s) for s in methods)
+            self._selfish_cache[id(cls)] = found
+        return found
+
+    def _tainted(self, scope: Scope) -> set[str] | None:
+        """The names of ``scope`` that may hold a value with evidence (None: too many bindings to tell)."""
+        cache = self._taint_cache
+        key = id(scope)
+        if key in cache:
+            return cache[key]
+        binds, declared = self._binds()
+        seeds = set(declared)
+        outer = self._parents.get(key)
+        while outer is not None and isinstance(outer.node, ast.ClassDef):
+            outer = self._parents.get(id(outer))  # a class body's names are not visible in its methods
+        if outer is not None:
+            above = self._tainted(outer)
+            if above is None:
+                cache[key] = None
+                return None
+            seeds |= above
+        mine = binds.get(key, [])
+        if len(mine) > self.MAX_BINDS:
+            cache[key] = None
+            return None
+        tainted = seeds
+        changed = True
+        while changed:
+            changed = False
+            for roots, value in mine:
+                if not roots <= tainted and self._flows(scope, value, tainted):
+                    tainted |= roots
+                    changed = True
+        cache[key] = tainted
+        return tainted
+
+    def _flows(self, scope: Scope, expr: ast.AST, tainted: set[str]) -> bool:
+        """Does ``expr`` mention a tainted name (``self`` of a class that holds values), make a value with
+        evidence, or call a function that returns one?"""
+        names, source = self._summary(scope, expr)
+        return source or not names.isdisjoint(tainted) or (
+            not names.isdisjoint(("self", "cls")) and self._selfish(scope))
+
+    def _summary(self, scope: Scope, expr: ast.AST) -> tuple[frozenset[str], bool]:
+        """The names ``expr`` mentions, and whether it holds a call with evidence or one that returns it
+        (computed once per expression)."""
+        key = id(expr)
+        found = self._summaries.get(key)
+        if found is None:
+            names: set[str] = set()
+            source = False
+            for node in walk(expr):
+                kind = type(node)
+                if kind is ast.Name:
+                    names.add(node.id)  # type: ignore[attr-defined]
+                elif kind is ast.Call and not source:
+                    assert isinstance(node, ast.Call)
+                    source = self._is_evidence(node) or self._returns_evidence(scope, node)
+            found = self._summaries[key] = (frozenset(names), source)
+        return found
+
+    def _binds(self) -> tuple[dict[int, list[tuple[frozenset[str], ast.AST]]], frozenset[str]]:
+        """Per scope (by ``id``), each binding as (the names it binds, the expression it binds them from);
+        and the names declared ``global`` or ``nonlocal`` anywhere (computed once per file)."""
+        if self._bind_cache is not None:
+            return self._bind_cache
+        binds: dict[int, list[tuple[frozenset[str], ast.AST]]] = {}
+        declared: set[str] = set()
+        imported = self.aliases.keys() | self.relative_names
+        for scope in (self.module_scope, *self.scopes):
+            if scope.node is not None:
+                out = binds.setdefault(id(scope), [])
+                if isinstance(scope.node, _SCOPES):
+                    out.extend(_defaults(scope.node.args))
+                _scope_binds(scope.node, out, declared, imported)
+        self._bind_cache = (binds, frozenset(declared))
+        return self._bind_cache
 
     def _numpy_helper_called_with_evidence(self, with_numpy: list[Scope]) -> bool:
         """A function of the file with a ``.numpy()`` call (on a parameter) that a scope holding values
         calls by name (``show(out)``, ``self.to_numpy(out)``): provenance.py follows arguments into it."""
         helpers = {name.rsplit(".", 1)[-1] for name, scope in self.function_scopes.items() if scope in with_numpy}
+        if not helpers:
+            return False
         for scope in (self.module_scope, *self.scopes):
-            if helpers and self._holds_values(scope):
-                for call in scope.calls:
-                    root, _, rest = (dotted(call.func) or "").partition(".")
-                    if (rest if root in ("self", "cls") else root if not rest else "") in helpers:
+            for call in scope.calls:
+                root, _, rest = (dotted(call.func) or "").partition(".")
+                if (rest if root in ("self", "cls") else root if not rest else "") in helpers:
+                    if self._holds_values(scope):
                         return True
+                    break
         return False
 
     def _holds_values(self, scope: Scope) -> bool:

@@ -61,7 +61,8 @@ def _all_hidden() -> list[tuple[str, int]]:
     return [h for _, _, _, source in EXAMPLES for variant in _variants(source) for h in hidden_findings(variant)]
 
 
-@pytest.mark.parametrize("mutation", ["strings-only-strict", "no-numpy-evidence", "no-cuda-method", "no-trigger"])
+@pytest.mark.parametrize("mutation", ["strings-only-strict", "no-numpy-evidence", "no-cuda-method", "no-trigger",
+                                      "receivers-settled", "no-taint"])
 def test_mutation_check_can_fail(monkeypatch, mutation):
     """Break one question of the pre-filter (not the rules): the differential check must notice."""
     if mutation == "strings-only-strict":
@@ -69,6 +70,10 @@ def test_mutation_check_can_fail(monkeypatch, mutation):
         monkeypatch.setattr(AstIndex, "device_strings", lambda self: [s for s in real(self) if s[1] == "strict"])
     elif mutation == "no-numpy-evidence":
         monkeypatch.setattr(AstIndex, "numpy_with_evidence", lambda self: False)
+    elif mutation == "receivers-settled":  # every .numpy() receiver taken as detached and on the CPU
+        monkeypatch.setattr("devlint.screen._settled", lambda receiver: True)
+    elif mutation == "no-taint":  # bindings not followed: only the receiver itself counts
+        monkeypatch.setattr(AstIndex, "_tainted", lambda self, scope: set())
     elif mutation == "no-cuda-method":  # DEV001's screen forgets .cuda() calls
         from devlint import devices
 
@@ -189,3 +194,33 @@ def test_dev002_screen_reads_to_as_provenance_does(move, expected):
 ])
 def test_dev008_trigger(data, expected):
     assert bool(all_rules()["DEV008"].triggers.search(data)) is expected
+
+
+_GRAD = "import numpy as np\nimport torch\n"
+
+
+@pytest.mark.parametrize("body, expected", [
+    # the value with evidence reaches the receiver: appended, iterated, unpacked, through a closure, on self
+    ("w = torch.zeros(3, requires_grad=True)\nys = []\nfor i in range(2):\n    ys.append(w * i)\nys[0].numpy()\n", True),
+    ("w = torch.zeros(3, requires_grad=True)\nfor row in w:\n    row.numpy()\n", True),
+    ("a, b = torch.zeros(2, requires_grad=True), 1\na.numpy()\n", True),
+    ("class M:\n    def __init__(self):\n        self.w = torch.zeros(3, requires_grad=True)\n"
+     "    def show(self):\n        return self.w.numpy()\n", True),
+    ("def f():\n    w = torch.zeros(3, requires_grad=True)\n    d = {}\n    d['w'] = w\n    return d['w'].numpy()\n", True),
+    ("w = torch.zeros(3, requires_grad=True)\nw.cpu().numpy()\n", True),  # still requires grad
+    ("w = torch.zeros(3, requires_grad=True)\nw.detach().cpu().add(w).numpy()\n", True),  # grad again
+    ("w = torch.zeros(3, requires_grad=True)\nw.detach().cpu().cuda().numpy()\n", True),  # on the GPU again
+    # evidence in the scope that never reaches the receiver
+    ("def f(path):\n    w = torch.zeros(3, requires_grad=True)\n    t = torch.from_numpy(np.load(path))\n"
+     "    return t.numpy(), w\n", False),
+    # the receiver settles itself: detached and on the CPU by its own chain
+    ("w = torch.zeros(3, requires_grad=True).cuda()\nw.detach().cpu().numpy()\n", False),
+    ("w = torch.zeros(3, requires_grad=True).cuda()\nw[0].data.float().cpu()[1:].numpy()\n", False),
+    ("w = torch.zeros(3, requires_grad=True).cuda()\nw.to('cpu').detach().numpy()\n", False),
+])
+def test_dev002_screen_follows_values_to_the_receiver(body, expected):
+    """The screen reads bindings as provenance.py does, over-approximating: a ``.numpy()`` whose receiver no
+    value with evidence can reach drops the file, and what it drops the rule never reports."""
+    for variant in _variants(_GRAD + body):
+        assert hidden_findings(variant) == [], variant
+    assert _passes("DEV002", _GRAD + body) is expected
