@@ -4,7 +4,7 @@ The module is traversed once, here. Import aliases are resolved from the import 
 (``import torch as T``, ``from torch import device as Device``, ``from os import environ``): LibCST's
 QualifiedNameProvider gives the same answer for these but costs several times a parse, and devlint must
 stay fast on large trees. Positions come from LibCST's PositionProvider, resolved only when a rule
-reports something.
+reports something (devlint/positions.py: the same positions, counted more cheaply).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import libcst as cst
     from libcst.metadata import CodeRange
 
+    from devlint.positions import Positions
     from devlint.project import Project
 else:
     cst = LazyModule("libcst", globals(), "cst")
@@ -190,7 +191,7 @@ class Context:
         self.imported_modules: set[str] = set()
         self.relative_imports: dict[str, tuple[int, str, str]] = {}  # bound name -> (level, module, name)
         self.project: Project | None = None  # the linted tree, when the run has one (project.py)
-        self._positions: dict[cst.CSTNode, CodeRange] | None = None
+        self._positions: Positions | None = None
         self._cache: dict[str, object] = {}  # shared analyses, computed once per module
         _index(self, module)
 
@@ -248,10 +249,9 @@ class Context:
     # --- positions -------------------------------------------------------------------------
     def range(self, node: cst.CSTNode) -> CodeRange:
         if self._positions is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
+            from devlint.positions import Positions
 
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = dict(wrapper.resolve(PositionProvider))
+            self._positions = Positions(self.module)
         return self._positions[node]
 
     def code(self, node: cst.CSTNode) -> str:
