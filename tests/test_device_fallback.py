@@ -381,7 +381,8 @@ def test_fixed_fixtures_run_on_the_cpu_in_every_mode(tmp_path):
         default = outcome[(src.stem, "default")]
         if before[0] == 0:
             continue  # runs as written (its findings are on paths this run does not take)
-        assert "Torch not compiled with CUDA enabled" in before[1], (src.stem, before)
+        assert any(e in before[1] for e in ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available")), \
+            (src.stem, before)  # a CPU build's error, or a CUDA build's with its GPUs hidden
         if "CUDA" in default[1]:  # only where a finding is left that has no fix (a legacy tensor type)
             left = {f.start.row for f in _fixed(src, "cuda-cpu").remaining.findings if f.code == "DEV001"}
             assert int(default[1].rsplit("@", 1)[1]) in left, (src.stem, default, left)
