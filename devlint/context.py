@@ -246,6 +246,12 @@ class Context:
                 return name
         return None
 
+    def release(self) -> None:
+        """Drop the shared analyses: each holds this context, so that together they form a cycle that only
+        the garbage collector would free (a whole syntax tree kept until then). Asked again, they are
+        computed again."""
+        self._cache.clear()
+
     # --- positions -------------------------------------------------------------------------
     def range(self, node: cst.CSTNode) -> CodeRange:
         if self._positions is None:

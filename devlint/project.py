@@ -35,7 +35,7 @@ class Project:
     """The files of one run (absolute paths), parsed on demand."""
 
     MAX_CONTEXTS = 48
-    MAX_CONTEXT_BYTES = 3 * 1024 * 1024  # the text of the parsed files kept
+    MAX_CONTEXT_BYTES = 1 * 1024 * 1024  # the text of the parsed files kept
     MAX_CALLER_FILES = 40  # a name called from more files than this: its callers are not all looked at
     MAX_BYTES = 16 * 1024 * 1024  # files' bytes kept (the rest is read again: from the OS's cache)
     MAX_CALLER_NAMES = 64  # lists of the files that call a name, kept
@@ -106,10 +106,15 @@ class Project:
         while len(self._contexts) > 1 and (len(self._contexts) > self.MAX_CONTEXTS or held > self.MAX_CONTEXT_BYTES):
             _, old = self._contexts.popitem(last=False)
             held -= len(old.text or "") if old is not None else 0
+            if old is not None and old is not self._adopted:
+                old.release()
 
     def adopt(self, ctx: Context) -> None:
         """The file being linted: its context is the one its rules use."""
         path = os.path.abspath(ctx.path)
+        previous = self._adopted
+        if previous is not None and previous is not ctx and self._contexts.get(os.path.abspath(previous.path)) is not previous:
+            previous.release()  # evicted while it was linted
         self._adopted = ctx
         self._contexts[path] = ctx
         self._contexts.move_to_end(path)

@@ -46,6 +46,7 @@ def test_same_as_position_provider_on_odd_sources(source):
 hypothesmith = pytest.importorskip("hypothesmith")
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # hypothesmith compiles what it generates
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hypothesmith.from_grammar())
 def test_same_as_position_provider_on_generated_programs(source):
