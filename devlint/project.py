@@ -55,6 +55,7 @@ class Project:
         self._cuda_extensions: frozenset[str] | None = None
         self._adopted: Context | None = None  # the file being linted (never evicted)
         self._top: dict[str, frozenset[str]] = {}  # path -> the modules its top level imports (small: kept)
+        self._evicted: list[Context] = []  # dropped from the cache while a file was linted
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -107,19 +108,29 @@ class Project:
             _, old = self._contexts.popitem(last=False)
             held -= len(old.text or "") if old is not None else 0
             if old is not None and old is not self._adopted:
-                old.release()
+                self._evicted.append(old)  # released once the file being linted is done (it may still use it)
 
     def adopt(self, ctx: Context) -> None:
         """The file being linted: its context is the one its rules use."""
         path = os.path.abspath(ctx.path)
         previous = self._adopted
-        if previous is not None and previous is not ctx and self._contexts.get(os.path.abspath(previous.path)) is not previous:
-            previous.release()  # evicted while it was linted
+        if previous is not None and previous is not ctx \
+                and self._contexts.get(os.path.abspath(previous.path)) is not previous:
+            self._evicted.append(previous)  # evicted while it was linted
         self._adopted = ctx
         self._contexts[path] = ctx
         self._contexts.move_to_end(path)
         ctx.project = self
         self._trim_contexts()
+
+    def release_evicted(self) -> None:
+        """Release the contexts dropped from the cache while the last file was linted (their analyses hold
+        them: see :meth:`Context.release`), unless the cache holds them again."""
+        held = {id(c) for c in self._contexts.values()}
+        for ctx in self._evicted:
+            if id(ctx) not in held:
+                ctx.release()
+        self._evicted.clear()
 
     def _parse(self, path: str) -> Context | None:
         from devlint.source import SourceError, decode

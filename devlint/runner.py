@@ -130,6 +130,7 @@ def process_file(path: str, config: Config, options: Options, stdin: bytes | Non
         _PROJECT.consulted = set()
     result = _process(path, config, options, stdin)
     if _PROJECT is not None:
+        _PROJECT.release_evicted()
         here = os.path.abspath(path)
         for dep in sorted(_PROJECT.consulted - {here}):
             data = _PROJECT.read(dep)
