@@ -408,6 +408,24 @@ TENSOR_COPY_METHODS = frozenset({
     MOVE_METHOD, CUDA_METHOD, CPU_METHOD, "xpu", "half", "float", "double", "bfloat16", "long", "int", "short",
     "bool", "byte", "char",
 })
+# torch functions that return one tensor, whatever they are given (a non-tensor argument raises): their result
+# is a tensor even when nothing is known of the arguments (checked on torch 2.13: each returns a torch.Tensor,
+# and raises or still returns one for a float first argument; torch.where(c), torch.max(x, dim), torch.sort,
+# torch.split, ... return tuples and are not here).
+_TENSOR_TORCH = (
+    "abs", "exp", "log", "sqrt", "sigmoid", "tanh", "relu", "sin", "cos", "clamp", "round", "floor", "ceil", "sign",
+    "neg", "pow", "mul", "add", "sub", "div", "matmul", "mm", "bmm", "einsum", "cat", "stack", "softmax",
+    "log_softmax", "flatten", "reshape", "transpose", "permute", "squeeze", "unsqueeze", "cumsum", "sum", "mean",
+    "argmax", "argmin", "clone", "maximum", "minimum", "masked_fill", "gather", "index_select", "tril", "triu",
+    "flip", "roll", "erf", "logsumexp", "norm", "outer", "nan_to_num",
+)
+_TENSOR_FUNCTIONAL = (
+    "relu", "gelu", "silu", "softmax", "log_softmax", "sigmoid", "tanh", "dropout", "normalize", "pad", "linear",
+    "mse_loss", "l1_loss", "cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "one_hot",
+    "interpolate",
+)
+TENSOR_FUNCTIONS = frozenset({f"torch.{f}" for f in _TENSOR_TORCH}
+                             | {f"torch.nn.functional.{f}" for f in _TENSOR_FUNCTIONAL})
 # torch APIs that build objects, not tensors, from tensors (a traced ScriptModule, a DataLoader, a
 # distribution): a name bound from one is no tensor whose move is lost (ScriptModule.cuda() works in place).
 OBJECT_APIS = (

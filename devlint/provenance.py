@@ -659,6 +659,8 @@ class Provenance:
         if parts[0] == "torch" and qn not in NO_GRAD_CONTEXTS:
             elements = list(self._list_elements(call, env, no_grad))
             out = _union(*args, *elements, complete=False)
+            if out is None and qn in devices.TENSOR_FUNCTIONS:
+                out = Val("tensor")  # a tensor of its arguments' unknown grad and device
             if out is not None:
                 out = replace(out, torch=True, output=qn.startswith(devices.OBJECT_APIS))
                 if no_grad:

@@ -75,7 +75,10 @@ Finds a tensor move or cast whose result is thrown away: `x.to(device)`, `x.cuda
 `x.half()`, `x.float()`, `x.double()`, `x.bfloat16()`, `x.long()` (and the other dtype methods) or
 `x.to(torch.float16)` written as a statement of its own, on a value the code proves to be a torch tensor:
 made by a torch factory (`torch.zeros(...)`, `torch.tensor(...)`, `torch.from_numpy(...)`, ...), an
-`nn.Parameter` or `Variable`, a torch function of tensors, arithmetic on tensors, a tensor method's result,
+`nn.Parameter` or `Variable`, a torch function of tensors, a torch function that returns one tensor whatever
+it is given (`torch.sigmoid(x)`, `F.relu(x)`, `torch.cat(xs)`, `torch.matmul(a, b)`: devices.TENSOR_FUNCTIONS,
+each checked on torch 2.13; not `torch.max(x, 1)` or `torch.where(c)`, which return tuples), arithmetic on
+tensors, a tensor method's result,
 indexing, or what a function of the project returns from those (the values DEV002 follows, in
 provenance.py), per branch and loop iteration: a name that may hold something else on some path is not
 proven. A chain of moves such as `x.to(device).float()` is one finding.
