@@ -1,0 +1,78 @@
+"""The project (devlint/project.py): a parsed file dropped from its cache leaves nothing behind for the garbage
+collector (its shared analyses, which hold it, are released once the file being linted is done), and the index
+of calls finds the files a scan finds."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from devlint import runner
+from devlint.config import Config
+from devlint.context import Context
+from devlint.rules import all_rules
+
+HELPER = "import torch\n\ndef setup():\n    if not torch.cuda.is_available():\n        raise SystemExit('GPU')\n"
+MAIN = ("import torch\nfrom helper{i} import setup\n\ndef main():\n    setup()\n    x = torch.zeros(3).cuda()\n"
+        "    return x.numpy()\n")
+
+
+def test_evicted_contexts_are_freed_without_the_collector(tmp_path, monkeypatch):
+    files = []
+    for i in range(6):
+        (tmp_path / f"helper{i}.py").write_text(HELPER)
+        (tmp_path / f"main{i}.py").write_text(MAIN.format(i=i))
+        files.append(str(tmp_path / f"main{i}.py"))
+    made: list[weakref.ref[Context]] = []
+    real_init = Context.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(weakref.ref(self))
+
+    monkeypatch.setattr(Context, "__init__", init)
+    monkeypatch.setattr(runner, "_PROJECT", None)
+    runner._init_worker(files + [str(tmp_path / f"helper{i}.py") for i in range(6)])
+    monkeypatch.setattr(runner._PROJECT, "MAX_CONTEXTS", 2)  # every file evicts the ones before
+    options = runner.Options(select=set(all_rules()))
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for path in files:
+            result = runner.process_file(path, Config(root=tmp_path), options)
+            # .cuda() after setup() (exits without a GPU) is guarded; its .numpy() is not
+            assert [f.code for f in result.findings] == ["DEV002"], result.findings
+        held = {id(c) for c in runner._PROJECT._contexts.values()}
+        alive = [r() for r in made if r() is not None and id(r()) not in held]
+        assert len(made) > 4 and alive == []
+    finally:
+        if enabled:
+            gc.enable()
+        runner._PROJECT = None
+
+
+def test_call_index_finds_the_files_a_scan_finds(tmp_path):
+    """Past SCAN_NAMES names, the callers' files come from one index of every call: the same files as the
+    scan of every file for each name (word boundaries, spaces and newlines before the parenthesis, methods,
+    non-ASCII text, the ``also`` filter and the home file)."""
+    from devlint.project import Project
+
+    texts = {
+        "a.py": "import torch\nsetup()\nx.run (1)\nprerun(2)\n",
+        "b.py": "def setup():\n    pass\nvalue = run\\\n(3)\n",
+        "c.py": "é = 1\nrun_all(é)\n1run = 2\nsetup  \t(\n)\n# setup( in a comment counts too\n",
+        "d.py": "class Trainer:\n    def setup(self):\n        self.run()\n",
+        "e.py": "print('run(')\nrunner(4)\n",
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    paths = [str(tmp_path / n) for n in sorted(texts)]
+    queries = [("setup", (), None), ("run", (), None), ("run", ("Trainer",), paths[0]), ("runner", (), None),
+               ("prerun", (), None), ("nosuch", (), None), ("print", ("torch",), None)]
+    scanned, indexed = Project(paths), Project(paths)
+    scanned.SCAN_NAMES, indexed.SCAN_NAMES = 10**6, 0
+    for query in queries:
+        assert indexed._files_calling(*query) == scanned._files_calling(*query), query
+    assert indexed._called is not None and scanned._called is None  # each took its own path
+    # a.py's method call, d.py's self.run(), e.py's text in a string; not b.py (a backslash is no space)
+    assert [p.rsplit("/", 1)[-1] for p in indexed._files_calling("run", (), None)] == ["a.py", "d.py", "e.py"]
