@@ -3,7 +3,8 @@
 # Writes its logs under $OUT (default /tmp/devlint-device): the machine, the CUDA-marked tests, the whole
 # suite, `devlint verify` on the demo and on every rule's evidence, and `verify --run` of the Colab script.
 # Wheels that machine lacks (libcst ...) may wait in .whl/; they are installed into /tmp/site first.
-# Parts: `bash bench/device_check.sh [cuda] [verify] [suite]` (all three by default). On an H100 machine
+# Parts: `bash bench/device_check.sh [cuda] [verify] [facts] [suite]` (all by default; `verify` includes
+# `facts`). On an H100 machine
 # (2026-11-26) `cuda` took 200 s, `verify` 210 s and `suite` more than 150 s: split them over calls.
 set -u
 OUT="${OUT:-/tmp/devlint-device}"
@@ -25,7 +26,7 @@ step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NAME.txt
 'available', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '-');
 print('libcst', libcst.__version__ if hasattr(libcst, '__version__') else '?')"; } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-parts="${*:-cuda verify suite}"
+parts="${*:-cuda verify facts suite}"
 if [[ " $parts " == *" cuda "* ]]; then  # one process: the module fixtures run once (no xdist)
     step cuda_tests 300 python3 -m pytest -q -p no:cacheprovider -p no:xdist -m cuda -rA \
         tests/test_verify.py tests/test_readme.py
@@ -34,6 +35,22 @@ if [[ " $parts " == *" verify "* ]]; then
     step verify_demo 90 python3 -m devlint verify fixtures/demo/
     step verify_rules 150 python3 -m devlint verify --rules
     step verify_run 90 python3 -m devlint verify --run fixtures/scripts/colab_classifier.py
+fi
+if [[ " $parts " == *" facts "* || " $parts " == *" verify "* ]]; then
+    # claims the rule pages make about a CUDA build with its GPU hidden, not yet seen there (DEV006: Event's
+    # record(); DEV005: torch.jit.load of a module saved on the GPU)
+    step facts 120 env CUDA_VISIBLE_DEVICES="" python3 -c '
+import io, torch
+def show(what, fn):
+    try:
+        fn(); print(what, "-> ran")
+    except Exception as exc:
+        print(what, "->", type(exc).__name__ + ":", str(exc).splitlines()[0])
+show("torch.cuda.Event(enable_timing=True).record()", lambda: torch.cuda.Event(enable_timing=True).record())
+show("torch.cuda.Stream()", lambda: torch.cuda.Stream())
+show("torch.cuda.current_device()", torch.cuda.current_device)
+show("torch.cuda.mem_get_info()", torch.cuda.mem_get_info)
+'
 fi
 if [[ " $parts " == *" suite "* ]]; then
     step suite 400 python3 -m pytest -q -p no:cacheprovider -n 12 -rfE tests \
