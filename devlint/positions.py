@@ -89,7 +89,6 @@ class Positions:
                     starts.append(offset + match.end())
             offset += len(token)
         self._starts = starts
-        self._end = offset
 
     def _position(self, offset: int) -> CodePosition:
         line = bisect.bisect_right(self._starts, offset) - 1
@@ -98,6 +97,3 @@ class Positions:
     def __getitem__(self, node: CSTNode) -> CodeRange:
         start, end = self._spans[node]
         return CodeRange(self._position(start), self._position(end))
-
-    def __contains__(self, node: object) -> bool:
-        return node in self._spans

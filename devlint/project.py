@@ -130,6 +130,8 @@ class Project:
     def release_evicted(self) -> None:
         """Release the contexts dropped from the cache while the last file was linted (their analyses hold
         them: see :meth:`Context.release`), unless the cache holds them again."""
+        if not self._evicted:
+            return
         held = {id(c) for c in self._contexts.values()}
         for ctx in self._evicted:
             if id(ctx) not in held:

@@ -184,15 +184,14 @@ def _settled(receiver: ast.AST) -> bool:
     return True
 
 
-def _defaults(args: ast.arguments) -> Iterator[tuple[frozenset[str], ast.AST]]:
-    """A function's parameters bound from their defaults."""
+def _parameter_defaults(args: ast.arguments) -> Iterator[tuple[ast.arg, ast.expr]]:
+    """Each parameter that has a default, with it: the defaults belong to the last positional parameters;
+    every keyword-only one has its slot (None: no default)."""
     positional = [*args.posonlyargs, *args.args]
-    with_default = positional[len(positional) - len(args.defaults):]
-    for arg, default in zip(with_default, args.defaults, strict=True):
-        yield frozenset({arg.arg}), default
-    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-        if kw_default is not None:
-            yield frozenset({arg.arg}), kw_default
+    yield from zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True)
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if default is not None:
+            yield arg, default
 
 
 def _scope_binds(node: ast.AST, out: list[tuple[frozenset[str], ast.AST]], declared: set[str],
@@ -647,11 +646,7 @@ class AstIndex:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str) and devices.is_device_name(key.value):
                     out.extend((s, "loose") for s in strings(value))
         for args in self.arguments:
-            positional = [*args.posonlyargs, *args.args]
-            # the defaults belong to the last positional parameters; every keyword-only one has its slot
-            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True))
-            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
-            for arg, default in pairs:
+            for arg, default in _parameter_defaults(args):
                 if devices.is_device_name(arg.arg):
                     out.extend((s, "loose") for s in strings(default))
 
@@ -692,11 +687,13 @@ class AstIndex:
             return False
         found = self._selfish_cache.get(id(cls))
         if found is None:
-            methods = [s for s in self.scopes if s.cls is cls]
-            found = any(self._has_move(s) or self._has_evidence(s) for s in methods) \
-                or any(self._calls_project(s) for s in methods)
+            found = self._class_holds_values(cls) or any(self._calls_project(s) for s in self.scopes if s.cls is cls)
             self._selfish_cache[id(cls)] = found
         return found
+
+    def _class_holds_values(self, cls: ast.ClassDef) -> bool:
+        """Does a method of ``cls`` hold evidence or move a value (what it may leave on ``self``)?"""
+        return any(self._has_move(s) or self._has_evidence(s) for s in self.scopes if s.cls is cls)
 
     def _tainted(self, scope: Scope) -> set[str] | None:
         """The names of ``scope`` that may hold a value with evidence (None: too many bindings to tell)."""
@@ -767,7 +764,7 @@ class AstIndex:
             if scope.node is not None:
                 out = binds.setdefault(id(scope), [])
                 if isinstance(scope.node, _SCOPES):
-                    out.extend(_defaults(scope.node.args))
+                    out.extend((frozenset({arg.arg}), default) for arg, default in _parameter_defaults(scope.node.args))
                 _scope_binds(scope.node, out, declared, imported)
         self._bind_cache = (binds, frozenset(declared))
         return self._bind_cache
@@ -791,5 +788,4 @@ class AstIndex:
         """Evidence in the scope, a sibling method, or what it calls in the project."""
         if self._has_evidence(scope) or self._calls_project(scope):
             return True
-        return scope.cls is not None and any(self._has_move(s) or self._has_evidence(s)
-                                             for s in self.scopes if s.cls is scope.cls)
+        return scope.cls is not None and self._class_holds_values(scope.cls)
