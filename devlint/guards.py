@@ -79,6 +79,7 @@ class Guards:
         self._requires: dict[tuple[int, int], bool] = {}
         self._entered: dict[int, bool] = {}
         self._indices: dict[int, dict[int, int]] = {}
+        self._checked: frozenset[str] | None = None
         # a test module marked GPU-only, or a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy)
         # or the project's own CUDA kernels
         self.module_guarded = any(
@@ -280,9 +281,26 @@ class Guards:
             return Polarity.NONE  # USE_CUDA = True, args.num_gpus = gpus (on by default): not a check
         if not devices.is_guard_text(name):
             return Polarity.UNKNOWN
-        if self._flags.default(name) is True:
+        if self._flags.default(name) is True and name not in self._checked_flags():
             return Polarity.NONE  # --cuda defaulting to True (or --gpus to 1), never checked: not a guard
         return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
+
+    def _checked_flags(self) -> frozenset[str]:
+        """The flags an exit pairs with availability: ``if args.cuda and not torch.cuda.is_available(): raise``
+        (past it, the flag set means CUDA is there: the flag guards its branches, whatever its default)."""
+        if self._checked is None:
+            self._checked = frozenset()  # while computing (polarity() below may ask for a flag)
+            found: set[str] = set()
+            for stmt in self.ctx.nodes(cst.If):
+                test = stmt.test
+                if stmt.orelse is None and isinstance(test, cst.BooleanOperation) \
+                        and isinstance(test.operator, cst.And) and self._is_exit(stmt):
+                    for flag, other in ((test.left, test.right), (test.right, test.left)):
+                        name = dotted_name(flag) if isinstance(flag, (cst.Name, cst.Attribute)) else None
+                        if name and self.polarity(other) is Polarity.UNAVAILABLE:
+                            found.add(name)
+            self._checked = frozenset(found)
+        return self._checked
 
     # --- guarded code --------------------------------------------------------------------------
     def _marks_cuda_only(self, expr: cst.BaseExpression) -> bool:
@@ -346,7 +364,10 @@ class Guards:
         that only returns when CUDA is available. ``terminating``: only what ends the program counts (for a
         function's summary: its ``return`` lets its caller go on)."""
         if isinstance(stmt, cst.If) and stmt.orelse is None:
-            return self._implies_unavailable(stmt.test) and self._is_exit(stmt, terminating)
+            # what follows runs when the test is false: that must mean an accelerator (``if not cuda_ok:``,
+            # ``if not cuda_ok or not flash:``), not merely allow one (``if args.cuda and not cuda_ok:``
+            # lets a run without --cuda and without CUDA go on)
+            return self.falsity(stmt.test) is Polarity.AVAILABLE and self._is_exit(stmt, terminating)
         if isinstance(stmt, cst.SimpleStatementLine):
             if any(isinstance(s, cst.Assert) and self.polarity(s.test) is Polarity.AVAILABLE for s in stmt.body):
                 return True

@@ -96,7 +96,11 @@ libraries (DALI's `device="gpu"`). Files that never import torch are not checked
 What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
 body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant
 (`USE_CUDA = True`) or a `--cuda` flag that defaults to on is a setting, not a check: code under them is
-reported.
+reported, unless an early exit pairs the flag with availability (`if args.cuda and not
+torch.cuda.is_available(): raise ...`: past it, the flag set means CUDA is there). Such an exit guards the
+flag's branches only: a run without the flag goes on past it, so unconditional CUDA work after it is reported.
+An early exit guards what follows only when its condition is true whenever CUDA is unavailable (`if not
+torch.cuda.is_available():`, `if not torch.cuda.is_available() or not flash:`).
 
 CUDA-only by design (not reported): a flow that starts a NCCL process group (`init_process_group("nccl")`,
 `backend="nccl"`) or picks its GPU from a launcher (`torch.cuda.set_device(local_rank)`) — everything after
@@ -154,10 +158,7 @@ line in `pyproject.toml`, `[tool.devlint]` then `ignore = ["DEV001"]` (or `per-f
 folders, `# noqa: DEV001` for a line). Guards are followed across the linted tree's functions and modules,
 not into code loaded by path at run time (a config file read with `runpy`), nor through values passed in
 dictionaries (`cuda = kwargs.get("cuda")` with a default of `True` elsewhere). `.cuda()` on an object of a
-non-torch library that takes the same arguments is reported. An early exit on availability and another
-condition (`if args.cuda and not torch.cuda.is_available(): raise ...`) is taken as a guard of what follows:
-it usually pairs a `--cuda` flag with the device choice after it, though an unrelated condition
-(`if not torch.cuda.is_available() and not flash: return`) would let a CUDA call through unreported.
+non-torch library that takes the same arguments is reported.
 '''
     doc_options = '''
 `device-fallback` (`[tool.devlint]` in `pyproject.toml`, or `--device-fallback` on the command line, which
