@@ -80,6 +80,7 @@ class Guards:
         self._entered: dict[int, bool] = {}
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
+        self._returns: dict[int, Polarity] = {}  # a function of the project -> what its return implies
         # a test module marked GPU-only, or a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy)
         # or the project's own CUDA kernels
         self.module_guarded = any(
@@ -161,7 +162,27 @@ class Guards:
             return Polarity.NONE  # x.cuda() / x.to(...) in a condition moves a tensor: no check
         if devices.is_guard_text(name) and _PREDICATE.search(name):
             return Polarity.AVAILABLE  # is_gpu_available(), has_cuda(), check_gpu(), use_cuda()
-        return Polarity.UNKNOWN
+        return self._returned_polarity(call)
+
+    def _returned_polarity(self, call: cst.Call) -> Polarity:
+        """A function of the project whose every ``return`` value implies an accelerator (``return
+        torch.accelerator.is_available() and torch.accelerator.device_count() >= n``): its call does too. A
+        function of another file is read only when its name says it is about the device (``enough_gpus``):
+        parsing the file of every call in every condition costs more than it finds."""
+        found = callee(self.ctx, call, only=lambda _path, symbol: devices.is_guard_text(symbol.rsplit(".", 1)[-1]))
+        if found is None or not isinstance(found[1], cst.FunctionDef):
+            return Polarity.UNKNOWN
+        other_ctx, func = found
+        key = id(func)
+        known = self._returns.get(key)
+        if known is None:
+            self._returns[key] = Polarity.UNKNOWN  # recursion: unknown while computing
+            other = self if other_ctx is self.ctx else guards(other_ctx)
+            values = [r.value for r in other_ctx.nodes(cst.Return) if other_ctx.enclosing_function(r) is func]
+            available = bool(values) and all(v is not None and other.polarity(v) is Polarity.AVAILABLE
+                                              for v in values)
+            known = self._returns[key] = Polarity.AVAILABLE if available else Polarity.UNKNOWN
+        return known
 
     @staticmethod
     def _string_polarity(text: str, equal: bool) -> Polarity:

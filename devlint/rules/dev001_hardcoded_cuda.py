@@ -83,7 +83,9 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, in the `else` of
 `if not torch.cuda.is_available():`, or after an early exit when CUDA is unavailable (`sys.exit`, `raise`,
 `parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
-(`init_env(args)` that exits without a GPU), guards held in a variable (`use_gpu = torch.cuda.is_available()`),
+(`init_env(args)` that exits without a GPU), guards held in a variable (`use_gpu = torch.cuda.is_available()`)
+or returned by a function of the project (`if not enough_gpus(2): sys.exit()` where every `return` of
+`enough_gpus` needs an accelerator: `return torch.accelerator.is_available() and count >= n`),
 an opt-in flag that is off by default (`--cuda` with `action="store_true"`), a function every call of which
 in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
 it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`;
