@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.bindings import device_name_at
-from devlint.context import Context, dotted_name
+from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
 from devlint.guards import guards, walk
 from devlint.lazy import LazyModule
@@ -333,6 +333,66 @@ def _cpu_only_program(ctx: Context) -> bool:
     return any(re.search(rb"\b" + save + rb"\s*\(", text) for text in texts)
 
 
+def _moves_to_cpu(node: cst.CSTNode) -> bool:
+    """A ``.cpu()`` call or ``.to("cpu")``."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    if node.func.attr.value == "cpu":
+        return True
+    return node.func.attr.value == devices.MOVE_METHOD and bool(node.args) \
+        and (string_value(node.args[0].value) or "").lower() == "cpu"
+
+
+def _root(expr: cst.BaseExpression) -> str | None:
+    """The name a chain of attributes, items and method calls starts from (``model`` of
+    ``model.eval().cpu()``, of ``model.module.state_dict()``)."""
+    while True:
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        else:
+            return expr.value if isinstance(expr, cst.Name) else None
+
+
+# torch.save written out, or imported by name: what a sibling file's checkpoints may be written with
+_TORCH_SAVE = re.compile(rb"\btorch\s*\.\s*save\s*\(|from\s+torch(?:\.serialization)?\s+import[^\n]*\bsave\b")
+
+
+def _saves_cpu_state(ctx: Context) -> bool:
+    """Does the program write its checkpoints from the CPU: the file calls ``torch.save``, every call saves a
+    value moved there (``torch.save(model.cpu().state_dict(), p)``, ``{k: v.cpu() ...}``) or a value of a
+    name whose last move before it in the same function is to the CPU (``model.eval().cpu()`` then
+    ``torch.save(model.state_dict(), p)``), and no other Python file of its directory calls ``torch.save``?
+    What such a program loads, it saved from CPU tensors."""
+    if not ctx.shared("dev005.saves_cpu_state", _cpu_saver):
+        return False
+    return ctx.project is None or not any(_TORCH_SAVE.search(data) for data in ctx.project.siblings(ctx.path))
+
+
+def _cpu_saver(ctx: Context) -> bool:
+    saves = [c for c in ctx.nodes(cst.Call) if ctx.qualname(c.func) == devices.SAVE_FUNC]
+    if not saves:
+        return False
+    for save in saves:
+        if not save.args or save.args[0].keyword is not None:
+            return False
+        saved = save.args[0].value
+        if any(_moves_to_cpu(n) for n in walk(saved)):
+            continue
+        root = _root(saved)
+        scope = _scope(ctx, save)
+        moves = [call for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope) and _root(call) == root
+                 and isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES
+                 and ctx.order[call] < ctx.order[save]]
+        if root is None or not moves or not _moves_to_cpu(max(moves, key=lambda call: ctx.order[call])):
+            return False  # not moved, or moved back (``model.to(device).train()``) since
+    return True
+
+
+_MOVES = frozenset({"cpu", "cuda", devices.MOVE_METHOD})
+
+
 def _gpu_only_as_written(ctx: Context) -> bool:
     """Does the file put its work on CUDA with no fallback anywhere (a hard-coded ``.cuda()`` / ``"cuda"``
     that DEV001 reports, and no path without CUDA: the test DEV006 makes)? Such a program stops at its first
@@ -399,6 +459,11 @@ Not reported:
   tensors were on this machine's devices;
 - a program that never touches an accelerator and writes its own checkpoints: no Python file of the
   loading file's directory mentions CUDA, a GPU, `mps` or `xpu`, and one of them calls `torch.save`;
+- a program that writes its checkpoints from the CPU: the loading file calls `torch.save`, each call saves a
+  value moved there (`torch.save(model.cpu().state_dict(), path)`, `{k: v.cpu() for ...}`) or a value whose
+  last move before the save in the same function is to the CPU (`model.eval().cpu()` then
+  `torch.save(model.state_dict(), path)`; not when `model.to(device)` came after it), and no other Python
+  file of its directory calls `torch.save`;
 - a file published with or for the code, whose device is its publisher's choice: a path built from
   `__file__` (weights shipped in the package), or fetched from the internet in the loading function
   (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
@@ -591,7 +656,7 @@ only the changed cells' sources.
             if loader != "torch.jit.load" and not _model_state(ctx, call):
                 continue  # data, a cache, metrics, scalar state: nothing a GPU run leaves on the GPU
             if cpu_only is None:
-                cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx)
+                cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) or _saves_cpu_state(ctx)
             if cpu_only:
                 return
             yield self._report(ctx, call, _short(loader), passed if isinstance(passed, cst.Arg) else None)
