@@ -17,7 +17,7 @@ import ast
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from devlint import devices
 
@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The nodes the walk indexes (and descends into as any other node)
-_RECORDED = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.Dict, ast.arguments, ast.Import, ast.ImportFrom,
-                       ast.Attribute})
+_RECORDED = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.Dict, ast.arguments, ast.Attribute})
+# The fields of a statement that hold statements (handlers and match cases hold them one level down)
+_BODIES = ("body", "orelse", "finalbody")
 # Fields that never hold a node the screen looks at (expression context, names and constants)
 _LEAF_FIELDS = frozenset({"ctx", "type_comment", "kind", "id", "attr", "n", "s", "name", "asname", "module",
                           "level", "conversion", "is_async"})
@@ -297,17 +298,19 @@ class AstIndex:
     imported_modules: set[str] = field(default_factory=set)
     class_names: set[str] = field(default_factory=set)
     classes: list[ast.ClassDef] = field(default_factory=list)  # every class statement, nested ones too
-    calls: list[ast.Call] = field(default_factory=list)
-    assigns: list[ast.Assign | ast.AnnAssign] = field(default_factory=list)
-    dicts: list[ast.Dict] = field(default_factory=list)
-    arguments: list[ast.arguments] = field(default_factory=list)
-    legacy_types: list[ast.Attribute] = field(default_factory=list)  # x.FloatTensor, x.LongTensor, ...
-    module_scope: Scope = field(default_factory=Scope)
-    scopes: list[Scope] = field(default_factory=list)
-    function_names: set[str] = field(default_factory=set)  # functions and methods defined in the file
     module_class_names: set[str] = field(default_factory=set)  # classes that may be torch modules (by base)
-    function_scopes: dict[str, Scope] = field(default_factory=dict)  # "f" / "Class.method" -> its scope
-    scope_of: dict[int, Scope] = field(default_factory=dict)  # id of a function or class statement -> its body's scope
+    # The facts below come from a walk of every node, made when one of them is first asked for (__getattr__):
+    # a rule whose screen needs only the imports and classes (DEV007, DEV008, DEV009) never pays for it.
+    calls: list[ast.Call] = field(init=False, repr=False, compare=False)
+    assigns: list[ast.Assign | ast.AnnAssign] = field(init=False, repr=False, compare=False)
+    dicts: list[ast.Dict] = field(init=False, repr=False, compare=False)
+    arguments: list[ast.arguments] = field(init=False, repr=False, compare=False)
+    legacy_types: list[ast.Attribute] = field(init=False, repr=False, compare=False)  # x.FloatTensor, ...
+    module_scope: Scope = field(init=False, repr=False, compare=False)
+    scopes: list[Scope] = field(init=False, repr=False, compare=False)
+    function_names: set[str] = field(init=False, repr=False, compare=False)  # functions and methods of the file
+    function_scopes: dict[str, Scope] = field(init=False, repr=False, compare=False)  # "f" / "Class.method"
+    scope_of: dict[int, Scope] = field(init=False, repr=False, compare=False)  # id of a def -> its body's scope
     path: str | None = None
     relative_names: set[str] = field(default_factory=set)  # names bound by relative imports (the project's)
     project: Project | None = None
@@ -321,14 +324,54 @@ class AstIndex:
     @classmethod
     def build(cls, tree: ast.Module, project: Project | None = None, path: str | None = None) -> AstIndex:
         index = cls(tree, project=project, path=path)
-        index.module_scope.node = tree
-        index._walk()
+        index._statements()
         return index
+
+    _WALKED = frozenset({"calls", "assigns", "dicts", "arguments", "legacy_types", "module_scope", "scopes",
+                         "function_names", "function_scopes", "scope_of", "_owner"})
+
+    def __getattr__(self, name: str) -> Any:
+        """A fact of the walk of every node, asked for the first time: walk (once)."""
+        if name not in AstIndex._WALKED or "calls" in self.__dict__:
+            raise AttributeError(name)
+        self._walk()
+        return self.__dict__[name]
+
+    # --- the statements: imports and classes ---------------------------------------------------
+    def _statements(self) -> None:
+        """Imports and class statements, wherever they are (statements hold them: no expression is visited)."""
+        self._relative: dict[str, tuple[int, str, str]] = {}
+        stack: list[list[ast.stmt]] = [self.tree.body]
+        while stack:
+            for stmt in stack.pop():
+                kind = type(stmt)
+                if kind is ast.Import or kind is ast.ImportFrom:
+                    self._import(stmt)  # type: ignore[arg-type]
+                    continue
+                if kind is ast.ClassDef:
+                    self._class(stmt)  # type: ignore[arg-type]
+                for name in _BODIES:
+                    value = getattr(stmt, name, None)
+                    if value:
+                        stack.append(value)
+                for handler in getattr(stmt, "handlers", ()):
+                    stack.append(handler.body)
+                for case in getattr(stmt, "cases", ()):
+                    stack.append(case.body)
+
+    def _class(self, node: ast.ClassDef) -> None:
+        self.class_names.add(node.name)
+        self.classes.append(node)
+        if any("Module" in (dotted(b) or "") or "Model" in (dotted(b) or "") or (dotted(b) or "").startswith("nn.")
+               for b in node.bases):
+            self.module_class_names.add(node.name)
 
     # --- one walk --------------------------------------------------------------------------
     def _walk(self) -> None:
+        self.calls, self.assigns, self.dicts, self.arguments, self.legacy_types = [], [], [], [], []
+        self.scopes, self.function_names, self.function_scopes, self.scope_of = [], set(), {}, {}
+        self.module_scope = Scope(node=self.tree)
         self._owner: dict[int, ast.ClassDef] = {}
-        self._relative: dict[str, tuple[int, str, str]] = {}
         stack: list[tuple[ast.AST, Scope | None]] = [(self.tree, self.module_scope)]
         recorded, openers, fields_of, node_type = _RECORDED, _OPENERS, _CHILD_FIELDS, ast.AST
         while stack:
@@ -361,8 +404,6 @@ class AstIndex:
             self.dicts.append(node)
         elif isinstance(node, ast.arguments):
             self.arguments.append(node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            self._import(node)
         elif isinstance(node, ast.Attribute) and node.attr in devices.LEGACY_CUDA_TENSORS:
             self.legacy_types.append(node)
 
@@ -373,11 +414,6 @@ class AstIndex:
         inner: Scope
         if isinstance(node, ast.ClassDef):
             inner = Scope(node=node)  # a class body: not interpreted (not in self.scopes)
-            self.class_names.add(node.name)
-            self.classes.append(node)
-            if any("Module" in (dotted(b) or "") or "Model" in (dotted(b) or "") or (dotted(b) or "").startswith("nn.")
-                   for b in node.bases):
-                self.module_class_names.add(node.name)
             for sub in node.body:  # a method's scope knows its class
                 if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     self._owner[id(sub)] = node

@@ -1144,8 +1144,10 @@ def _number(node: ast.AST) -> bool:
 
 
 def _method_calls(method: ast.FunctionDef | ast.AsyncFunctionDef, index: AstIndex) -> Iterator[ast.Call]:
-    """Every call in a method: its body (from the index's scopes), its decorators and its parameters' defaults."""
-    yield from index.scope_of[id(method)].all_calls()
+    """Every call in a method: its body (walked here: the index's walk of the whole file is left to the
+    rules that need it), its decorators and its parameters' defaults."""
+    for stmt in method.body:
+        yield from (n for n in walk(stmt) if isinstance(n, ast.Call))
     args = method.args
     for part in (*method.decorator_list, *args.defaults, *args.kw_defaults):
         if part is not None:
