@@ -155,12 +155,23 @@ def _roots(target: ast.AST) -> Iterator[str]:
 _KEEPS = frozenset({"requires_grad_", "cuda", "to"})  # (methods that may undo a detach or a move to the CPU)
 
 
-def _settled(receiver: ast.AST) -> bool:
+def _constant(node: ast.AST) -> bool:
+    """A number, string, ``-1``, or a tuple/list of them: an argument that brings no tensor in."""
+    while isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_constant(el) for el in node.elts)
+    return isinstance(node, ast.Constant)
+
+
+def _settled(receiver: ast.AST, no_grad: bool = False) -> bool:
     """Is ``receiver`` (of ``.numpy()``) certainly detached and on the CPU by its own chain, read from the
     outside in: ``x.detach().cpu()``, ``out[i].data.float().cpu()``, ``y.cpu().detach()[0]``? Only calls
-    without arguments, indexing and attributes may sit between (a call with arguments may bring another
-    tensor's grad or device in; ``.cuda()`` / ``.requires_grad_()`` undo them)."""
-    cpu = detached = False
+    whose arguments are constants (``.permute(0, 2, 3, 1)``), indexing and attributes may sit between (an
+    argument may bring another tensor's grad or device in; ``.cuda()`` / ``.requires_grad_()`` undo them).
+    ``no_grad``: the call runs under ``torch.no_grad()`` / ``inference_mode()``, where torch lets
+    ``.numpy()`` through on a tensor that requires grad (provenance.py's ``_record_numpy``): the CPU is enough."""
+    cpu, detached = False, no_grad
     node = receiver
     while not (cpu and detached):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -168,7 +179,8 @@ def _settled(receiver: ast.AST) -> bool:
             if method == "to" and not node.keywords and len(node.args) == 1 \
                     and isinstance(node.args[0], ast.Constant) and node.args[0].value == "cpu":
                 cpu = True
-            elif node.args or node.keywords or method in _KEEPS:
+            elif method in _KEEPS or not all(_constant(a) for a in (*node.args, *(k.value for k in node.keywords))) \
+                    or any(k.arg is None for k in node.keywords):
                 return False
             elif method == "cpu":
                 cpu = True
@@ -183,6 +195,11 @@ def _settled(receiver: ast.AST) -> bool:
         else:
             return False
     return True
+
+
+def _forced(call: ast.Call) -> bool:
+    """``.numpy(force=True)``: torch detaches and copies to the CPU itself."""
+    return any(k.arg == "force" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
 
 
 def _parameter_defaults(args: ast.arguments) -> Iterator[tuple[ast.arg, ast.expr]]:
@@ -710,11 +727,57 @@ class AstIndex:
         bindings are read flow-insensitively to a fixed point) carry it, as do the names the enclosing
         scopes and the module bind so, any name declared ``global`` / ``nonlocal``, and ``self`` / ``cls`` in a
         class whose methods hold evidence or move values."""
+        receivers = self._open_numpy(scope)
+        if not receivers:
+            return False
         tainted = self._tainted(scope)
         if tainted is None:
             return True
-        return any(self._flows(scope, call.func.value, tainted)
-                   for call in scope.numpy if isinstance(call.func, ast.Attribute) and not _settled(call.func.value))
+        return any(self._flows(scope, receiver, tainted) for receiver in receivers)
+
+    def _open_numpy(self, scope: Scope) -> list[ast.expr]:
+        """The receivers of the scope's ``.numpy()`` calls (not ``force=True``) that their own chain does not
+        settle."""
+        quiet = self._no_grad_numpy(scope)
+        return [call.func.value for call in scope.numpy if isinstance(call.func, ast.Attribute)
+                and not _forced(call) and not _settled(call.func.value, id(call) in quiet)]
+
+    def _no_grad(self, expr: ast.expr) -> bool:
+        """``torch.no_grad()``, ``torch.inference_mode()``, ``torch.set_grad_enabled(False)`` (as a decorator or
+        a ``with`` item), by every name its root may be bound to (provenance.py's ``_no_grad_expr``)."""
+        target = expr.func if isinstance(expr, ast.Call) else expr
+        names = self.qualnames(target)
+        if names == {"torch.set_grad_enabled"}:
+            return isinstance(expr, ast.Call) and bool(expr.args) and isinstance(expr.args[0], ast.Constant) \
+                and expr.args[0].value is False
+        return all(n in devices.NO_GRAD_CONTEXTS and n != "torch.enable_grad" for n in names)
+
+    def _no_grad_numpy(self, scope: Scope) -> set[int]:
+        """The ids of the scope's ``.numpy()`` calls that run under no-grad: all of them in a function
+        decorated so, else those in the body of a ``with`` whose item is one (not in a lambda, a nested
+        function or class: each is interpreted on its own)."""
+        node = scope.node
+        if not scope.numpy or node is None:
+            return set()
+        if isinstance(node, _SCOPES) and any(self._no_grad(d) for d in node.decorator_list):
+            return {id(call) for call in scope.numpy}
+        found: set[int] = set()
+        body = node.body if isinstance(node, (ast.Module, *_SCOPES)) else []
+        stack: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in body]
+        while stack:
+            item, quiet = stack.pop()
+            if isinstance(item, (*_OPENERS, ast.Lambda)):
+                continue
+            if quiet and isinstance(item, ast.Call) and isinstance(item.func, ast.Attribute) \
+                    and item.func.attr == "numpy":
+                found.add(id(item))
+            if isinstance(item, (ast.With, ast.AsyncWith)):
+                inner = quiet or any(self._no_grad(w.context_expr) for w in item.items)
+                stack.extend((w, quiet) for w in item.items)
+                stack.extend((stmt, inner) for stmt in item.body)
+                continue
+            stack.extend((child, quiet) for child in ast.iter_child_nodes(item))
+        return found
 
     def _selfish(self, scope: Scope) -> bool:
         """May ``self`` hold a value with evidence: does a method of the scope's class hold or make one?"""
@@ -808,7 +871,8 @@ class AstIndex:
     def _numpy_helper_called_with_evidence(self, with_numpy: list[Scope]) -> bool:
         """A function of the file with a ``.numpy()`` call (on a parameter) that a scope holding values
         calls by name (``show(out)``, ``self.to_numpy(out)``): provenance.py follows arguments into it."""
-        helpers = {name.rsplit(".", 1)[-1] for name, scope in self.function_scopes.items() if scope in with_numpy}
+        helpers = {name.rsplit(".", 1)[-1] for name, scope in self.function_scopes.items()
+                   if scope in with_numpy and self._open_numpy(scope)}
         if not helpers:
             return False
         for scope in (self.module_scope, *self.scopes):

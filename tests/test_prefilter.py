@@ -62,7 +62,7 @@ def _all_hidden() -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("mutation", ["strings-only-strict", "no-numpy-evidence", "no-cuda-method", "no-trigger",
-                                      "receivers-settled", "no-taint"])
+                                      "receivers-settled", "no-taint", "all-no-grad"])
 def test_mutation_check_can_fail(monkeypatch, mutation):
     """Break one question of the pre-filter (not the rules): the differential check must notice."""
     if mutation == "strings-only-strict":
@@ -71,7 +71,9 @@ def test_mutation_check_can_fail(monkeypatch, mutation):
     elif mutation == "no-numpy-evidence":
         monkeypatch.setattr(AstIndex, "numpy_with_evidence", lambda self: False)
     elif mutation == "receivers-settled":  # every .numpy() receiver taken as detached and on the CPU
-        monkeypatch.setattr("devlint.screen._settled", lambda receiver: True)
+        monkeypatch.setattr("devlint.screen._settled", lambda receiver, no_grad=False: True)
+    elif mutation == "all-no-grad":  # every .numpy() taken to run under torch.no_grad()
+        monkeypatch.setattr(AstIndex, "_no_grad_numpy", lambda self, scope: {id(call) for call in scope.numpy})
     elif mutation == "no-taint":  # bindings not followed: only the receiver itself counts
         monkeypatch.setattr(AstIndex, "_tainted", lambda self, scope: set())
     elif mutation == "no-cuda-method":  # DEV001's screen forgets .cuda() calls
@@ -217,6 +219,26 @@ _GRAD = "import numpy as np\nimport torch\n"
     ("w = torch.zeros(3, requires_grad=True).cuda()\nw.detach().cpu().numpy()\n", False),
     ("w = torch.zeros(3, requires_grad=True).cuda()\nw[0].data.float().cpu()[1:].numpy()\n", False),
     ("w = torch.zeros(3, requires_grad=True).cuda()\nw.to('cpu').detach().numpy()\n", False),
+    ("w = torch.zeros(3, 4, requires_grad=True).cuda()\nw.detach().cpu().permute(1, -1).numpy()\n", False),
+    ("w = torch.zeros(3, requires_grad=True).cuda()\nv = w\nw.detach().cpu().add(v).numpy()\n", True),
+    # under no-grad torch lets .numpy() through on a tensor that requires grad: the CPU settles it
+    ("w = torch.zeros(3, requires_grad=True).cuda()\n@torch.no_grad()\ndef f():\n    return w.cpu().numpy()\n",
+     False),
+    ("import torch as T\nw = T.zeros(3, requires_grad=True).cuda()\n@T.inference_mode()\ndef f():\n"
+     "    return w.cpu().float().numpy()\n", False),
+    ("w = torch.zeros(3, 4, requires_grad=True).cuda()\nwith torch.no_grad():\n    w.cpu().permute(1, 0).numpy()\n",
+     False),
+    ("w = torch.zeros(3, requires_grad=True)\nwith torch.set_grad_enabled(False):\n    w.cpu().numpy()\n", False),
+    ("w = torch.zeros(3, requires_grad=True).cuda()\nwith torch.no_grad():\n    w.numpy()\n", True),  # on the GPU
+    ("w = torch.zeros(3, requires_grad=True)\nwith torch.enable_grad():\n    w.cpu().numpy()\n", True),
+    ("w = torch.zeros(3, requires_grad=True)\nwith torch.set_grad_enabled(True):\n    w.cpu().numpy()\n", True),
+    ("w = torch.zeros(3, requires_grad=True)\nwith torch.no_grad():\n    y = w * 2\nw.cpu().numpy()\n", True),
+    ("w = torch.zeros(3, requires_grad=True).cuda()\nv = w\nwith torch.no_grad():\n"
+     "    w.cpu().add(v).numpy()\n", True),  # an argument may bring the GPU back
+    ("w = torch.zeros(3, requires_grad=True)\nwith torch.no_grad():\n    f = lambda: w.cpu().numpy()\nf()\n",
+     True),  # a lambda runs where it is called
+    ("w = torch.zeros(3, requires_grad=True)\n@torch.no_grad()\ndef f():\n    def g():\n"
+     "        return w.cpu().numpy()\n    return g()\n", True),  # a nested function is interpreted on its own
 ])
 def test_dev002_screen_follows_values_to_the_receiver(body, expected):
     """The screen reads bindings as provenance.py does, over-approximating: a ``.numpy()`` whose receiver no

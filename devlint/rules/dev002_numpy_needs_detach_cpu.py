@@ -115,6 +115,8 @@ read; `--fix` rewrites only the changed cells' sources.
         Valid("import torch\nw = torch.ones(2, requires_grad=True)\ny = w.detach().cpu().numpy()\n"),
         Valid("import torch\nm = torch.nn.Linear(2, 2)\nwith torch.no_grad():\n    y = m(torch.ones(2)).numpy()\n"),
         Valid("import torch\nw = torch.ones(2, requires_grad=True).cuda()\ny = w.numpy(force=True)\n"),
+        Valid("import torch\nw = torch.ones(2, requires_grad=True).cuda()\n@torch.no_grad()\ndef show():\n"
+              "    print(w.cpu().numpy())\n"),  # under no_grad torch lets a tensor that requires grad through
         Valid("import torch\nimport tensorflow as tf\ny = tf.constant([1.0]).numpy()\n"),
         Valid("import torch\ndef f(t):\n    return t.numpy()\n"),
         Valid("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
@@ -129,6 +131,8 @@ read; `--fix` rewrites only the changed cells' sources.
         ),
         Invalid("import torch\nw = torch.ones(2, requires_grad=True)\ny = w.numpy()\n",
                 fixed="import torch\nw = torch.ones(2, requires_grad=True)\ny = w.detach().numpy()\n"),
+        Invalid("import torch\nw = torch.ones(2, requires_grad=True)\ny = w.cpu().numpy()\n",  # .cpu() keeps grad
+                fixed="import torch\nw = torch.ones(2, requires_grad=True)\ny = w.cpu().detach().numpy()\n"),
         Invalid("import torch\nt = torch.zeros(3).cuda()\ny = t.numpy()\n",
                 fixed="import torch\nt = torch.zeros(3).cuda()\ny = t.cpu().numpy()\n"),
         Invalid("import torch as T\np = T.nn.Parameter(T.zeros(2))\ny = (p * 2).numpy()\n",
