@@ -334,7 +334,8 @@ class AstIndex:
     _device_strings: list[tuple[str, str]] | None = None
     _bind_cache: tuple[dict[int, list[tuple[frozenset[str], ast.AST]]], frozenset[str]] | None = None
     _taint_cache: dict[int, set[str] | None] = field(default_factory=dict)
-    _summaries: dict[int, tuple[frozenset[str], bool]] = field(default_factory=dict)
+    _summaries: dict[int, tuple[frozenset[str], bool, frozenset[str] | bool | None]] = field(default_factory=dict)
+    _self_attrs: frozenset[str] | None = None
     _selfish_cache: dict[int, bool] = field(default_factory=dict)
     _parents: dict[int, Scope] = field(default_factory=dict)  # id of a scope -> the scope it is defined in
 
@@ -829,27 +830,65 @@ class AstIndex:
     def _flows(self, scope: Scope, expr: ast.AST, tainted: set[str]) -> bool:
         """Does ``expr`` mention a tainted name (``self`` of a class that holds values), make a value with
         evidence, or call a function that returns one?"""
-        names, source = self._summary(scope, expr)
-        return source or not names.isdisjoint(tainted) or (
-            not names.isdisjoint(("self", "cls")) and self._selfish(scope))
+        names, source, selves = self._summary(scope, expr)
+        if source or not names.isdisjoint(tainted):
+            return True
+        if selves is None or not self._selfish(scope):
+            return False
+        # self.vae of a class that never sets it (a base class of a library does): provenance.py reads
+        # only what the class's own methods bind on self, and what its methods return
+        return selves is True or (isinstance(selves, frozenset) and not selves.isdisjoint(self._self_attributes()))
 
-    def _summary(self, scope: Scope, expr: ast.AST) -> tuple[frozenset[str], bool]:
-        """The names ``expr`` mentions, and whether it holds a call with evidence or one that returns it
-        (computed once per expression)."""
+    def _summary(self, scope: Scope, expr: ast.AST) -> tuple[frozenset[str], bool, frozenset[str] | bool | None]:
+        """The names ``expr`` mentions; whether it holds a call with evidence or one that returns it; and how
+        it reads ``self`` / ``cls``: None (not at all), True (the object itself: ``self(x)``, ``f(self)``) or
+        the attributes read on it (``self.model(x)``: ``{"model"}``). Computed once per expression."""
         key = id(expr)
         found = self._summaries.get(key)
         if found is None:
             names: set[str] = set()
             source = False
+            attrs: set[str] = set()
+            rooted: set[int] = set()  # self / cls names read as the object of an attribute
+            bare = False
             for node in walk(expr):
                 kind = type(node)
                 if kind is ast.Name:
                     names.add(node.id)  # type: ignore[attr-defined]
+                    if node.id in ("self", "cls") and id(node) not in rooted:  # type: ignore[attr-defined]
+                        bare = True
+                elif kind is ast.Attribute:
+                    value = node.value  # type: ignore[attr-defined]
+                    if type(value) is ast.Name and value.id in ("self", "cls"):
+                        attrs.add(node.attr)  # type: ignore[attr-defined]
+                        rooted.add(id(value))
                 elif kind is ast.Call and not source:
                     assert isinstance(node, ast.Call)
                     source = self._is_evidence(node) or self._returns_evidence(scope, node)
-            found = self._summaries[key] = (frozenset(names), source)
+            selves: frozenset[str] | bool | None = True if bare else frozenset(attrs) if attrs else None
+            found = self._summaries[key] = (frozenset(names), source, selves)
         return found
+
+    def _self_attributes(self) -> frozenset[str]:
+        """The attributes of ``self`` / ``cls`` that the file may give a value (``self.x = ...``, ``self.x[k] =
+        ...``, ``self.x.y = ...``, ``for self.x in ...``: provenance.py binds dotted names, not what a method
+        call puts in an object), and every function name of the file (a method or property: what it returns,
+        provenance.py follows). Computed once per file."""
+        if self._self_attrs is None:
+            found = set(self.function_names)
+            for node in walk(self.tree):
+                if not isinstance(node, (ast.Attribute, ast.Subscript)) or not isinstance(node.ctx, ast.Store):
+                    continue
+                target: ast.expr = node
+                while isinstance(target, (ast.Attribute, ast.Subscript)):
+                    value = target.value
+                    if isinstance(target, ast.Attribute) and isinstance(value, ast.Name) \
+                            and value.id in ("self", "cls"):
+                        found.add(target.attr)
+                        break
+                    target = value
+            self._self_attrs = frozenset(found)
+        return self._self_attrs
 
     def _binds(self) -> tuple[dict[int, list[tuple[frozenset[str], ast.AST]]], frozenset[str]]:
         """Per scope (by ``id``), each binding as (the names it binds, the expression it binds them from);

@@ -62,7 +62,7 @@ def _all_hidden() -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("mutation", ["strings-only-strict", "no-numpy-evidence", "no-cuda-method", "no-trigger",
-                                      "receivers-settled", "no-taint", "all-no-grad"])
+                                      "receivers-settled", "no-taint", "all-no-grad", "no-self-attributes"])
 def test_mutation_check_can_fail(monkeypatch, mutation):
     """Break one question of the pre-filter (not the rules): the differential check must notice."""
     if mutation == "strings-only-strict":
@@ -74,6 +74,8 @@ def test_mutation_check_can_fail(monkeypatch, mutation):
         monkeypatch.setattr("devlint.screen._settled", lambda receiver, no_grad=False: True)
     elif mutation == "all-no-grad":  # every .numpy() taken to run under torch.no_grad()
         monkeypatch.setattr(AstIndex, "_no_grad_numpy", lambda self, scope: {id(call) for call in scope.numpy})
+    elif mutation == "no-self-attributes":  # no attribute of self taken to hold a value
+        monkeypatch.setattr(AstIndex, "_self_attributes", lambda self: frozenset())
     elif mutation == "no-taint":  # bindings not followed: only the receiver itself counts
         monkeypatch.setattr(AstIndex, "_tainted", lambda self, scope: set())
     elif mutation == "no-cuda-method":  # DEV001's screen forgets .cuda() calls
@@ -239,6 +241,20 @@ _GRAD = "import numpy as np\nimport torch\n"
      True),  # a lambda runs where it is called
     ("w = torch.zeros(3, requires_grad=True)\n@torch.no_grad()\ndef f():\n    def g():\n"
      "        return w.cpu().numpy()\n    return g()\n", True),  # a nested function is interpreted on its own
+    # self: only the attributes the file's methods bind (or its methods and properties) carry values
+    ("class P:\n    def prepare(self, x, device):\n        return x.to(device)\n"
+     "    def decode(self, z):\n        return self.vae.decode(z).numpy()\n", False),
+    ("class P:\n    def __init__(self):\n        self.vae = torch.nn.Linear(2, 2)\n"
+     "    def prepare(self, x, device):\n        return x.to(device)\n"
+     "    def decode(self, z):\n        return self.vae(z).numpy()\n", True),
+    ("class P:\n    def setup(self, device):\n        self.parts = [torch.nn.Linear(2, 2).to(device)]\n"
+     "    def decode(self, z):\n        return self.parts[0](z).numpy()\n", True),
+    ("class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.fc = torch.nn.Linear(2, 2)\n    def forward(self, x):\n        return self.fc(x)\n"
+     "    def show(self, x):\n        return self.forward(x).numpy()\n", True),
+    ("class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.fc = torch.nn.Linear(2, 2)\n    def forward(self, x):\n        return self.fc(x)\n"
+     "    def show(self, x):\n        return self(x).numpy()\n", True),
 ])
 def test_dev002_screen_follows_values_to_the_receiver(body, expected):
     """The screen reads bindings as provenance.py does, over-approximating: a ``.numpy()`` whose receiver no
