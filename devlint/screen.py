@@ -623,6 +623,49 @@ class AstIndex:
     def imports_torch(self) -> bool:
         return any(m == "torch" or m.startswith("torch.") for m in self.imported_modules)
 
+    def availability_guarded(self) -> set[int]:
+        """The ids of the calls in the body of an ``if`` (or the true arm of a conditional expression) whose
+        test is an availability check by itself or in an ``and`` (``if torch.cuda.is_available():``,
+        ``if torch.cuda.device_count() and x:``), in the same function: what guards.py takes as guarded
+        first (a nested function, class or lambda is left out: its guard is decided elsewhere)."""
+        found: set[int] = set()
+        stack: list[tuple[ast.AST, bool]] = [(self.tree, False)]
+        node_type, openers = ast.AST, (*_OPENERS, ast.Lambda)
+        while stack:
+            node, guarded = stack.pop()
+            kind = type(node)
+            if kind is ast.If:
+                assert isinstance(node, ast.If)
+                stack.append((node.test, guarded))
+                inner = guarded or self._checks_availability(node.test)
+                stack.extend((stmt, inner) for stmt in node.body)
+                stack.extend((stmt, guarded) for stmt in node.orelse)
+                continue
+            if kind is ast.IfExp:
+                assert isinstance(node, ast.IfExp)
+                stack.extend(((node.test, guarded), (node.orelse, guarded),
+                              (node.body, guarded or self._checks_availability(node.test))))
+                continue
+            if guarded:
+                if kind is ast.Call:
+                    found.add(id(node))
+                elif isinstance(node, openers):
+                    guarded = False
+            for name in _fields(kind):  # ast.iter_child_nodes, inlined (see walk)
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    stack.extend((v, guarded) for v in value if isinstance(v, node_type))
+                elif isinstance(value, node_type):
+                    stack.append((value, guarded))
+        return found
+
+    def _checks_availability(self, test: ast.expr) -> bool:
+        """``torch.cuda.is_available()`` and the like (every name the callee may be bound to), alone or as
+        one operand of an ``and``."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._checks_availability(value) for value in test.values)
+        return isinstance(test, ast.Call) and all(q in devices.AVAILABILITY_CALLS for q in self.qualnames(test.func))
+
     def imported(self, name: str) -> bool:
         """Is the root of ``name`` bound by an import (LibCST's ``ctx.qualname`` is not None)?"""
         return name.partition(".")[0] in self.aliases

@@ -62,7 +62,8 @@ def _all_hidden() -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("mutation", ["strings-only-strict", "no-numpy-evidence", "no-cuda-method", "no-trigger",
-                                      "receivers-settled", "no-taint", "all-no-grad", "no-self-attributes"])
+                                      "receivers-settled", "no-taint", "all-no-grad", "no-self-attributes",
+                                      "all-availability-guarded"])
 def test_mutation_check_can_fail(monkeypatch, mutation):
     """Break one question of the pre-filter (not the rules): the differential check must notice."""
     if mutation == "strings-only-strict":
@@ -76,6 +77,8 @@ def test_mutation_check_can_fail(monkeypatch, mutation):
         monkeypatch.setattr(AstIndex, "_no_grad_numpy", lambda self, scope: {id(call) for call in scope.numpy})
     elif mutation == "no-self-attributes":  # no attribute of self taken to hold a value
         monkeypatch.setattr(AstIndex, "_self_attributes", lambda self: frozenset())
+    elif mutation == "all-availability-guarded":  # every call taken to be under `if torch.cuda.is_available():`
+        monkeypatch.setattr(AstIndex, "availability_guarded", lambda self: {id(c) for c in self.calls})
     elif mutation == "no-taint":  # bindings not followed: only the receiver itself counts
         monkeypatch.setattr(AstIndex, "_tainted", lambda self, scope: set())
     elif mutation == "no-cuda-method":  # DEV001's screen forgets .cuda() calls
@@ -97,6 +100,25 @@ class _Never:
 
 def _passes(code: str, source: str) -> bool:
     return code in {r.code for r in applicable(textwrap.dedent(source).encode(), select_rules({code}))}
+
+
+@pytest.mark.parametrize("source, expected", [
+    # a CUDA-only call in the body of an availability check (alone or in an `and`) is guarded as guards.py
+    # sees it first; anything else may not be
+    ("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n", False),
+    ("import torch as T\ndef f(x):\n    if x and T.cuda.is_available():\n        T.cuda.synchronize()\n", False),
+    ("import torch\nn = torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'\n", False),
+    ("import torch\nif torch.cuda.is_available():\n    pass\nelse:\n    torch.cuda.synchronize()\n", True),
+    ("import torch\nif not torch.cuda.is_available():\n    torch.cuda.synchronize()\n", True),
+    ("import torch\nif torch.cuda.is_available() or x:\n    torch.cuda.synchronize()\n", True),
+    ("import torch\nif torch.cuda.is_available():\n    def f():\n        torch.cuda.synchronize()\n", True),
+    ("import torch\nif torch.cuda.is_available():\n    f = lambda: torch.cuda.synchronize()\n", True),
+    ("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\ntorch.cuda.synchronize()\n", True),
+])
+def test_dev006_screen_leaves_out_calls_under_an_availability_check(source, expected):
+    assert _passes("DEV006", source) is expected
+    for variant in _variants(source):
+        assert hidden_findings(variant) == [], variant
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -252,7 +252,12 @@ cell's source is rewritten).
     def screen(self, index: AstIndex) -> bool:
         if not index.imports_torch:
             return False
-        return any(devices.cuda_only_call(q) is not None for call in index.calls for q in index.qualnames(call.func))
+        calls = [call for call in index.calls if any(devices.cuda_only_call(q) is not None
+                                                     for q in index.qualnames(call.func))]
+        if not calls:
+            return False
+        guarded = index.availability_guarded()  # guards.py reports none of these
+        return any(id(call) not in guarded for call in calls)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
