@@ -80,7 +80,8 @@ class Guards:
         self._entered: dict[int, bool] = {}
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
-        self._returns: dict[int, Polarity] = {}  # a function of the project -> what its return implies
+        # a function of the project (by id, with the node) -> what its return implies
+        self._returns: dict[int, tuple[cst.FunctionDef, Polarity]] = {}
         # a test module marked GPU-only, or a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy)
         # or the project's own CUDA kernels
         self.module_guarded = any(
@@ -172,16 +173,17 @@ class Guards:
         found = callee(self.ctx, call, only=lambda _path, symbol: devices.is_guard_text(symbol.rsplit(".", 1)[-1]))
         if found is None or not isinstance(found[1], cst.FunctionDef):
             return Polarity.UNKNOWN
-        other_ctx, func = found
+        other_ctx, func = found[0], found[1]
         key = id(func)
-        known = self._returns.get(key)
-        if known is None:
-            self._returns[key] = Polarity.UNKNOWN  # recursion: unknown while computing
-            other = self if other_ctx is self.ctx else guards(other_ctx)
-            values = [r.value for r in other_ctx.nodes(cst.Return) if other_ctx.enclosing_function(r) is func]
-            available = bool(values) and all(v is not None and other.polarity(v) is Polarity.AVAILABLE
-                                              for v in values)
-            known = self._returns[key] = Polarity.AVAILABLE if available else Polarity.UNKNOWN
+        held = self._returns.get(key)
+        if held is not None and held[0] is func:
+            return held[1]
+        self._returns[key] = (func, Polarity.UNKNOWN)  # recursion: unknown while computing
+        other = self if other_ctx is self.ctx else guards(other_ctx)
+        values = [r.value for r in other_ctx.nodes(cst.Return) if other_ctx.enclosing_function(r) is func]
+        available = bool(values) and all(v is not None and other.polarity(v) is Polarity.AVAILABLE for v in values)
+        known = Polarity.AVAILABLE if available else Polarity.UNKNOWN
+        self._returns[key] = (func, known)  # (the node is kept: its id is not reused while it is cached)
         return known
 
     @staticmethod
