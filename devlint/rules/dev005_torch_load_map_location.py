@@ -186,6 +186,8 @@ def _model_state(ctx: Context, load: cst.BaseExpression, depth: int = 1) -> bool
     flow = _Flow(ctx, load, scope)
     if any(_uses_as_state(flow, call) for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope)):
         return True
+    if any(_state_item(flow, item) for item in ctx.nodes(cst.Subscript) if _in_scope(ctx, item, scope)):
+        return True
     if depth <= 0 or not isinstance(scope, cst.FunctionDef):
         return False
     returned = any(r.value is not None and flow.is_direct(r.value) for r in ctx.nodes(cst.Return)
@@ -202,6 +204,20 @@ def _uses_as_state(flow: _Flow, call: cst.Call) -> bool:
     if isinstance(func, cst.Attribute) and name in devices.MODULE_ONLY_METHODS and flow.is_direct(func.value):
         return True
     return isinstance(func, (cst.Name, cst.Attribute)) and dotted_name(func) in flow.direct  # model(x)
+
+
+# The keys under which a checkpoint keeps a model's state (``ckpt["state_dict"]``, ``ckpt["model"]``)
+_STATE_KEYS = frozenset({"state_dict", "model_state_dict", "model_state", "model", "net", "network", "ema",
+                         "model_ema"})
+
+
+def _state_item(flow: _Flow, item: cst.Subscript) -> bool:
+    """Is ``item`` the loaded value's (or a direct part's) entry under a key that names model state
+    (``ckpt["state_dict"]``, ``ckpt["model"]``): what a training run saved from its devices?"""
+    if len(item.slice) != 1 or not isinstance(item.slice[0].slice, cst.Index) or not flow.is_direct(item.value):
+        return False
+    key = string_value(item.slice[0].slice.value)
+    return key is not None and key.lower() in _STATE_KEYS
 
 
 def _calls_of(ctx: Context, func: cst.FunctionDef) -> list[cst.Call]:
@@ -443,7 +459,9 @@ import load`, `from torch import jit` then `jit.load(path)` are the same call.
 Model state is what a training run on a GPU leaves on the GPU, and so what a checkpoint saved there holds
 as CUDA tensors: the loaded value (or an item of it, `ckpt["model"]`, or anything computed from it in the
 same function, `{k[7:]: v for k, v in ckpt.items()}`) is handed to a `load_state_dict(...)` (of a module,
-an optimizer, a scheduler), or used as a module (called, `.eval()`, `.parameters()`, `.state_dict()`, ...).
+an optimizer, a scheduler), or used as a module (called, `.eval()`, `.parameters()`, `.state_dict()`, ...), or
+read under a key that names a model's state (`ckpt["state_dict"]`, `ckpt["model"]`, `"model_state_dict"`,
+`"net"`, `"ema"`, ...), whatever is done with it next (a converter that saves it again).
 A function of the file that returns the loaded value (`return torch.load(path)`) is followed to its calls
 in the file. `torch.jit.load` always loads a module: always model state.
 
