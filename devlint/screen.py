@@ -17,7 +17,7 @@ import ast
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from devlint import devices
 
@@ -71,22 +71,28 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
                 stack.append(value)
 
 
+_Tag = TypeVar("_Tag")
+
+
+def _push_children(stack: list[tuple[ast.AST, _Tag]], node: ast.AST, tag: _Tag) -> None:
+    """Push each child of ``node`` with ``tag`` (:func:`walk`'s way of finding them)."""
+    for name in _fields(type(node)):
+        value = getattr(node, name, None)
+        if type(value) is list:
+            stack.extend((v, tag) for v in value if isinstance(v, ast.AST))
+        elif isinstance(value, ast.AST):
+            stack.append((value, tag))
+
+
 def walk_with_parents(node: ast.AST) -> list[tuple[ast.AST, int]]:
     """Every node under ``node`` with the ``id`` of its parent (0 for ``node``), in pre-order: reversed, each
     node comes before its parent."""
     out: list[tuple[ast.AST, int]] = []
     stack: list[tuple[ast.AST, int]] = [(node, 0)]
-    node_type = ast.AST
     while stack:
         node, parent = stack.pop()
         out.append((node, parent))
-        here = id(node)
-        for name in _fields(type(node)):
-            value = getattr(node, name, None)
-            if type(value) is list:
-                stack.extend((v, here) for v in value if isinstance(v, node_type))
-            elif isinstance(value, node_type):
-                stack.append((value, here))
+        _push_children(stack, node, id(node))
     return out
 
 
@@ -630,7 +636,7 @@ class AstIndex:
         first (a nested function, class or lambda is left out: its guard is decided elsewhere)."""
         found: set[int] = set()
         stack: list[tuple[ast.AST, bool]] = [(self.tree, False)]
-        node_type, openers = ast.AST, (*_OPENERS, ast.Lambda)
+        openers = (*_OPENERS, ast.Lambda)
         while stack:
             node, guarded = stack.pop()
             kind = type(node)
@@ -651,12 +657,7 @@ class AstIndex:
                     found.add(id(node))
                 elif isinstance(node, openers):
                     guarded = False
-            for name in _fields(kind):  # ast.iter_child_nodes, inlined (see walk)
-                value = getattr(node, name, None)
-                if type(value) is list:
-                    stack.extend((v, guarded) for v in value if isinstance(v, node_type))
-                elif isinstance(value, node_type):
-                    stack.append((value, guarded))
+            _push_children(stack, node, guarded)
         return found
 
     def _checks_availability(self, test: ast.expr) -> bool:
