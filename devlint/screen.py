@@ -292,16 +292,6 @@ class Scope:
     numpy: list[ast.Call] = field(default_factory=list)  # its ``.numpy()`` calls
     node: ast.AST | None = None  # the function or class statement (the module for the top level)
 
-    def all_calls(self) -> Iterator[ast.Call]:
-        """Every call in the scope and in the functions and classes defined in it (what ``ast.walk`` of the
-        function's body finds), not those in its own decorators and parameter defaults."""
-        stack = [self]
-        while stack:
-            scope = stack.pop()
-            yield from scope.calls
-            yield from scope.numpy
-            stack.extend(scope.children)
-
     def add_call(self, call: ast.Call) -> None:
         """Count a ``.numpy()`` call (not ``force=True``); keep any other call for the evidence check."""
         func = call.func
@@ -333,7 +323,6 @@ class AstIndex:
     scopes: list[Scope] = field(init=False, repr=False, compare=False)
     function_names: set[str] = field(init=False, repr=False, compare=False)  # functions and methods of the file
     function_scopes: dict[str, Scope] = field(init=False, repr=False, compare=False)  # "f" / "Class.method"
-    scope_of: dict[int, Scope] = field(init=False, repr=False, compare=False)  # id of a def -> its body's scope
     path: str | None = None
     relative_names: set[str] = field(default_factory=set)  # names bound by relative imports (the project's)
     project: Project | None = None
@@ -352,7 +341,7 @@ class AstIndex:
         return index
 
     _WALKED = frozenset({"calls", "assigns", "dicts", "arguments", "legacy_types", "module_scope", "scopes",
-                         "function_names", "function_scopes", "scope_of", "_owner"})
+                         "function_names", "function_scopes", "_owner"})
 
     def __getattr__(self, name: str) -> Any:
         """A fact of the walk of every node, asked for the first time: walk (once)."""
@@ -393,7 +382,7 @@ class AstIndex:
     # --- one walk --------------------------------------------------------------------------
     def _walk(self) -> None:
         self.calls, self.assigns, self.dicts, self.arguments, self.legacy_types = [], [], [], [], []
-        self.scopes, self.function_names, self.function_scopes, self.scope_of = [], set(), {}, {}
+        self.scopes, self.function_names, self.function_scopes = [], set(), {}
         self.module_scope = Scope(node=self.tree)
         self._owner: dict[int, ast.ClassDef] = {}
         stack: list[tuple[ast.AST, Scope | None]] = [(self.tree, self.module_scope)]
@@ -447,7 +436,6 @@ class AstIndex:
             inner = Scope(cls=owner, node=node)
             self.scopes.append(inner)
             self.function_scopes.setdefault(f"{owner.name}.{node.name}" if owner else node.name, inner)
-        self.scope_of[id(node)] = inner
         if scope is not None:
             scope.children.append(inner)
             self._parents[id(inner)] = scope  # (not on the scope: a cycle would outlive the file)
@@ -821,7 +809,7 @@ class AstIndex:
                 stack.extend((w, quiet) for w in item.items)
                 stack.extend((stmt, inner) for stmt in item.body)
                 continue
-            stack.extend((child, quiet) for child in ast.iter_child_nodes(item))
+            _push_children(stack, item, quiet)
         return found
 
     def _selfish(self, scope: Scope) -> bool:

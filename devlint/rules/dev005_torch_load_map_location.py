@@ -356,7 +356,7 @@ def _moves_to_cpu(node: cst.CSTNode) -> bool:
     if node.func.attr.value == "cpu":
         return True
     return node.func.attr.value == devices.MOVE_METHOD and bool(node.args) \
-        and (string_value(node.args[0].value) or "").lower() == "cpu"
+        and devices.is_cpu_device(string_value(node.args[0].value) or "")
 
 
 def _root(expr: cst.BaseExpression) -> str | None:

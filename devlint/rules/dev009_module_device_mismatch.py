@@ -342,7 +342,7 @@ notebook's code and the Python files beside it. `--fix` rewrites only the change
             name = _screen_factory(call)
             return name is not None and any(q == "torch." + name for q in index.qualnames(call.func))
 
-        return any(_screen_class(cls, index, factory) for cls in _screen_module_classes(index))
+        return any(_screen_class(cls, factory) for cls in _screen_module_classes(index))
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch or _sets_default_device(ctx):
@@ -1030,7 +1030,7 @@ def _screen_module_classes(index: AstIndex) -> list[ast.ClassDef]:
     return [cls for cls in index.classes if id(cls) in found]
 
 
-def _screen_class(cls: ast.ClassDef, index: AstIndex, factory: Callable[[ast.Call], bool]) -> bool:
+def _screen_class(cls: ast.ClassDef, factory: Callable[[ast.Call], bool]) -> bool:
     """May the class hold a finding? It defines ``forward``, and a factory call of ``factory`` is in
     ``forward`` or a method ``forward`` calls as ``self.m(...)``, or in ``__init__`` where it may reach a
     plain attribute (``self.x = <it>``, also through local names)."""
@@ -1038,13 +1038,13 @@ def _screen_class(cls: ast.ClassDef, index: AstIndex, factory: Callable[[ast.Cal
     forward = methods.get("forward")
     if forward is None:
         return False
-    called = {n.func.attr for n in _method_calls(forward, index) if isinstance(n.func, ast.Attribute)
+    called = {n.func.attr for n in _method_calls(forward) if isinstance(n.func, ast.Attribute)
               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"}
     for name in {"forward"} | (called & methods.keys()) - {"__init__"}:
-        if any(factory(n) for n in _method_calls(methods[name], index)) and _screen_mixes(methods[name], factory):
+        if any(factory(n) for n in _method_calls(methods[name])) and _screen_mixes(methods[name], factory):
             return True
     init = methods.get("__init__")
-    return init is not None and any(factory(n) for n in _method_calls(init, index)) and _screen_init(init, factory)
+    return init is not None and any(factory(n) for n in _method_calls(init)) and _screen_init(init, factory)
 
 
 def _screen_mixes(method: ast.FunctionDef | ast.AsyncFunctionDef, factory: Callable[[ast.Call], bool]) -> bool:
@@ -1143,9 +1143,9 @@ def _number(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex, bool))
 
 
-def _method_calls(method: ast.FunctionDef | ast.AsyncFunctionDef, index: AstIndex) -> Iterator[ast.Call]:
-    """Every call in a method: its body (walked here: the index's walk of the whole file is left to the
-    rules that need it), its decorators and its parameters' defaults."""
+def _method_calls(method: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Call]:
+    """Every call in a method: its body, its decorators and its parameters' defaults (walked here: the
+    index's walk of the whole file is left to the rules that need it)."""
     for stmt in method.body:
         yield from (n for n in walk(stmt) if isinstance(n, ast.Call))
     args = method.args
