@@ -5,7 +5,8 @@
 # Wheels that machine lacks (libcst ...) may wait in .whl/; they are installed into /tmp/site first.
 # Parts: `bash bench/device_check.sh [cuda] [verify] [facts] [suite]` (all by default; `verify` includes
 # `facts`). On an H100 machine
-# (2026-11-26) `cuda` took 200 s, `verify` 210 s and `suite` more than 150 s: split them over calls.
+# (2026-11-26) `cuda` took 200-270 s, `verify` 210-220 s and `suite` more than 150 s: `cuda verify` fit one
+# 560 s call (497 s); run `suite` in another.
 set -u
 OUT="${OUT:-/tmp/devlint-device}"
 mkdir -p "$OUT"
@@ -37,8 +38,8 @@ if [[ " $parts " == *" verify "* ]]; then
     step verify_run 90 python3 -m devlint verify --run fixtures/scripts/colab_classifier.py
 fi
 if [[ " $parts " == *" facts "* || " $parts " == *" verify "* ]]; then
-    # claims the rule pages make about a CUDA build with its GPU hidden, not yet seen there (DEV006: Event's
-    # record(); DEV005: torch.jit.load of a module saved on the GPU)
+    # claims DEV006's page makes about a CUDA build with its GPU hidden (seen 2026-11-26: Event's record()
+    # raises "No CUDA GPUs are available", Stream() an AcceleratorError)
     step facts 120 env CUDA_VISIBLE_DEVICES="" python3 -c '
 import io, torch
 def show(what, fn):

@@ -90,10 +90,12 @@ On a CUDA build of torch with no GPU visible (the default Linux wheel on a lapto
 torch 2.11.0+cu130 on an H100 machine with `CUDA_VISIBLE_DEVICES=""`, 2026-11-26) the errors differ:
 `synchronize()`, `get_device_name(0)`, `set_device(0)`, `with torch.cuda.device(0):` and
 `torch.accelerator.synchronize()` raise `RuntimeError: No CUDA GPUs are available`,
-`reset_peak_memory_stats()` raises `RuntimeError: invalid argument to reset_peak_memory_stats`, and
-`torch.cuda.Event(enable_timing=True)` is built without error (the event is created on its first
-`record()`, which needs the GPU: not run there yet), so `devlint verify` does not reproduce the `Event` case
-on that build.
+`reset_peak_memory_stats()` raises `RuntimeError: invalid argument to reset_peak_memory_stats`,
+`current_device()` and `mem_get_info()` raise `RuntimeError: No CUDA GPUs are available`,
+`torch.cuda.Stream()` raises `AcceleratorError: CUDA error: no CUDA-capable device is detected`, and
+`torch.cuda.Event(enable_timing=True)` is built without error: the event is created on its first
+`record()`, which raises `RuntimeError: No CUDA GPUs are available` (`bash bench/device_check.sh facts`).
+So on that build `devlint verify` does not reproduce an `Event` that is built and never recorded.
 
 Imports are resolved: `import torch as T; T.cuda.synchronize()`, `from torch.cuda import synchronize`,
 `torch.cuda.memory.mem_get_info()`.
