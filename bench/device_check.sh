@@ -38,8 +38,10 @@ if [[ " $parts " == *" verify "* ]]; then
     step verify_run 90 python3 -m devlint verify --run fixtures/scripts/colab_classifier.py
 fi
 if [[ " $parts " == *" facts "* || " $parts " == *" verify "* ]]; then
-    # claims DEV006's page makes about a CUDA build with its GPU hidden (seen 2026-11-26: Event's record()
-    # raises "No CUDA GPUs are available", Stream() an AcceleratorError)
+    # claims DEV006's and DEV005's pages make about a CUDA build with its GPU hidden (seen 2026-11-26: Event's
+    # record() and jit.load of a GPU-saved module raise "No CUDA GPUs are available", Stream() an AcceleratorError)
+    python3 -c 'import torch; torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2).cuda()), "/tmp/m.pt")
+torch.save(torch.nn.Linear(2, 2).cuda().state_dict(), "/tmp/s.pt")' >"$OUT/facts_save.txt" 2>&1
     step facts 120 env CUDA_VISIBLE_DEVICES="" python3 -c '
 import io, torch
 def show(what, fn):
@@ -51,6 +53,10 @@ show("torch.cuda.Event(enable_timing=True).record()", lambda: torch.cuda.Event(e
 show("torch.cuda.Stream()", lambda: torch.cuda.Stream())
 show("torch.cuda.current_device()", torch.cuda.current_device)
 show("torch.cuda.mem_get_info()", torch.cuda.mem_get_info)
+show("torch.jit.load(module saved on the GPU)", lambda: torch.jit.load("/tmp/m.pt"))
+show("torch.jit.load(..., map_location=\"cpu\")", lambda: torch.jit.load("/tmp/m.pt", map_location="cpu"))
+show("torch.load(state dict saved on the GPU)", lambda: torch.load("/tmp/s.pt"))
+show("torch.load(..., map_location=\"cpu\")", lambda: torch.load("/tmp/s.pt", map_location="cpu"))
 '
 fi
 if [[ " $parts " == *" suite "* ]]; then

@@ -524,7 +524,9 @@ The same with `weights_only=True` (the default since torch 2.6; still the defaul
 `pickle_module`, `torch.load` uses the weights-only unpickler), `weights_only=False`, `mmap=True`, the legacy
 (non-zip) format and `map_location=None`. `torch.jit.load` of a module saved on a GPU fails too, on a CPU
 build with `NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA'
-backend` (on a CUDA build without a GPU the message differs; not checked here). `devlint verify` reproduces
+backend`; on a CUDA build with its GPU hidden (torch 2.11.0+cu130, H100 machine, 2026-11-26;
+`bash bench/device_check.sh facts`) with `RuntimeError: No CUDA GPUs are available`, while `torch.load` of a
+GPU-saved state dict raises the error above, and both load with `map_location="cpu"`. `devlint verify` reproduces
 both without a GPU: `torch.save` asks `torch.serialization.location_tag` where each storage lives, and the
 probe makes it answer `"cuda:0"` while saving (for `torch.jit.save`, the storage location `"cpu"` in the
 archive's `data.pkl` is rewritten to `"cuda:0"`), then loads without `map_location` (torch's error) and with
