@@ -219,6 +219,7 @@ def _extract_python_files(git_dir: Path, commit: str, tree: Path) -> None:
 def lint(root: Path, jobs: int) -> list[tuple[str, int, str, str]]:
     """(path relative to root, line, code, message) of every rule finding devlint reports under root."""
     from devlint.config import Config
+    from devlint.diagnostics import INTERNAL_ERROR
     from devlint.rules import all_rules
     from devlint.runner import Options, run
 
@@ -228,6 +229,8 @@ def lint(root: Path, jobs: int) -> list[tuple[str, int, str, str]]:
     for f in result.findings:
         if f.code in rules:
             out.append((os.path.relpath(f.path, root), f.start.row, f.code, f.message))
+        elif f.code == INTERNAL_ERROR.code:  # a crashed rule drops its findings: the score would be wrong
+            raise SystemExit(f"realcode: {os.path.relpath(f.path, root)}: {f.message}")
     return sorted(out)
 
 

@@ -266,6 +266,28 @@ def _fetches_or_ships(ctx: Context, expr: cst.CSTNode) -> bool:
     return False
 
 
+_PRETRAINED = re.compile(r"pre_?train", re.IGNORECASE)
+
+
+def _names_pretrained(expr: cst.CSTNode) -> bool:
+    """Does ``expr`` read a name or attribute spelled ``pretrain*`` / ``pre_train*`` (``args.pretrained_path``,
+    ``Config.pretrain_model_path``): the path of pretrained weights, published by someone else?"""
+    return any(isinstance(node, cst.Name) and _PRETRAINED.search(node.value) for node in walk(expr))
+
+
+def _if_pretrained(ctx: Context, load: cst.Call, scope: cst.CSTNode) -> bool:
+    """Does ``load`` run only when pretrained weights are asked for: in the body of an ``if`` (in the loading
+    function) whose test reads a ``pretrain*`` name (``if self.pretrained:``, ``if args.pretrain == True:``)?"""
+    child: cst.CSTNode = load
+    for anc in ctx.ancestors(load):
+        if anc is scope:
+            return False
+        if isinstance(anc, cst.If) and child is anc.body and _names_pretrained(anc.test):
+            return True
+        child = anc
+    return False
+
+
 def _origins(ctx: Context, expr: cst.BaseExpression, scope: cst.CSTNode) -> list[cst.BaseExpression]:
     """``expr`` and the values the names it reads are bound to in ``scope``, three assignments back."""
     values: dict[str, list[cst.BaseExpression]] = {}
@@ -286,7 +308,8 @@ def _published(ctx: Context, load: cst.Call) -> bool:
     devlint cannot see."""
     scope = _scope(ctx, load)
     arg = load.args[0].value
-    if any(_fetches_or_ships(ctx, e) for e in _origins(ctx, arg, scope)):
+    origins = _origins(ctx, arg, scope)
+    if any(_fetches_or_ships(ctx, e) or _names_pretrained(e) for e in origins) or _if_pretrained(ctx, load, scope):
         return True
     source = ctx.code(arg)
     if any(_FETCH.search(_called_name(call))
@@ -416,7 +439,74 @@ def _gpu_only_as_written(ctx: Context) -> bool:
     from devlint.rules.dev001_hardcoded_cuda import HardcodedCuda
     from devlint.rules.dev006_unguarded_cuda_call import device_agnostic
 
-    return not device_agnostic(ctx) and next(iter(HardcodedCuda().check(ctx)), None) is not None
+    if device_agnostic(ctx):
+        return False
+    return next(iter(HardcodedCuda().check(ctx)), None) is not None or any(
+        _hardcoded_device_helper(ctx, call) for call in ctx.nodes(cst.Call))
+
+
+def _hardcoded_device_helper(ctx: Context, call: cst.Call) -> bool:
+    """Is ``call`` a call of a device helper of another file of the project (``helper.get_device(args)``: its
+    name says device or GPU) that builds its device from a ``"cuda"`` string (``gpu_string = "cuda:"`` then
+    the ids), in a file with no fallback? The program's device is then CUDA on every path."""
+    from devlint.project import callee
+    from devlint.rules.dev006_unguarded_cuda_call import device_agnostic
+
+    name = (dotted_name(call.func) or "").rsplit(".", 1)[-1].lower()
+    if "device" not in name and "gpu" not in name:
+        return False
+    found = callee(ctx, call, only=lambda _path, _symbol: True)
+    if found is None or found[0] is ctx or not isinstance(found[1], cst.FunctionDef):
+        return False
+    other, func = found
+    return not device_agnostic(other) and any(
+        isinstance(node, cst.SimpleString) and (string_value(node) or "").startswith("cuda")
+        for node in walk(func))
+
+
+def _after_cuda_crash(ctx: Context, load: cst.Call) -> bool:
+    """Does every path to ``load`` in its function first run a hard-coded CUDA use DEV001 reports (``criterion
+    = nn.CrossEntropyLoss().cuda()``, or an ``if`` whose every arm moves the model with ``.cuda()``)? Without
+    CUDA the program stops there, before the load: DEV001's finding is the one to fix."""
+    rows = _dev001_rows(ctx)
+    if not rows:
+        return False
+    scope = _scope(ctx, load)
+    child: cst.CSTNode = load
+    for anc in ctx.ancestors(load):
+        body = getattr(anc, "body", None)
+        statements = body if isinstance(body, (list, tuple)) else ()
+        if child in statements and any(_crashes(ctx, s, rows) for s in statements[:statements.index(child)]):
+            return True
+        if anc is scope or isinstance(anc, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            return False
+        child = anc
+    return False
+
+
+def _crashes(ctx: Context, statement: cst.CSTNode, rows: frozenset[int]) -> bool:
+    """Does ``statement`` run a reported CUDA use on every path through it: a simple statement on a reported
+    line, an ``if`` with an ``else`` whose every arm does, a ``with`` whose body does?"""
+    if isinstance(statement, cst.SimpleStatementLine):
+        start, end = ctx.range(statement).start.line, ctx.range(statement).end.line
+        return any(ctx.position(line, 0)[0] in rows for line in range(start, end + 1))
+    if isinstance(statement, cst.With):
+        return any(_crashes(ctx, s, rows) for s in statement.body.body)
+    if isinstance(statement, cst.If):
+        orelse = statement.orelse
+        if orelse is None or not any(_crashes(ctx, s, rows) for s in statement.body.body):
+            return False
+        if isinstance(orelse, cst.If):
+            return _crashes(ctx, orelse, rows)
+        return any(_crashes(ctx, s, rows) for s in orelse.body.body)
+    return False
+
+
+def _dev001_rows(ctx: Context) -> frozenset[int]:
+    """The lines of DEV001's findings in this file (computed once per module)."""
+    from devlint.rules.dev001_hardcoded_cuda import HardcodedCuda
+
+    return ctx.shared("dev005.dev001_rows", lambda c: frozenset(f.start.row for f in HardcodedCuda().check(c)))
 
 
 def _short(loader: str) -> str:
@@ -487,7 +577,9 @@ Not reported:
   (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
   `hf_hub_download(...)`), or a local copy of such weights: the load is one arm of an `if` that tests its
   path (`if weights_path is None:`) and whose other arm fetches published weights (a download, a hub, a
-  function named `*pretrained*`, `pretrained=True`);
+  function named `*pretrained*`, `pretrained=True`), or pretrained weights by name: the path reads a name
+  spelled `pretrain*` (`args.pretrained_weights`, `Config.pretrain_model_path`, also through local
+  assignments), or the load runs only under an `if` that tests one (`if self.pretrained:`);
 - test code (`test_*.py`, `*_test.py`, `conftest.py`, a module right in a `tests/` or `test/` folder): the
   checkpoints a test loads are the ones its fixtures write during the session (`tmp_path`), on the machine
   that runs them;
@@ -505,7 +597,15 @@ Not reported:
   and has no path without CUDA anywhere (DEV006's test: it never asks whether a GPU is there, never chooses
   or compares `"cpu"` / `"mps"`, has no GPU option that is off by default). On a machine without CUDA it
   stops at its first CUDA use, before a checkpoint's location matters; DEV001's findings are the ones to
-  fix, and once the file falls back to the CPU this rule reports its loads;
+  fix, and once the file falls back to the CPU this rule reports its loads. The same when the file's device
+  comes from a device helper of another file of the project (a function named for the device or the GPU,
+  `helper.get_device(args)`) that builds it from a `"cuda"` string in a file with no fallback
+  (`gpu_string = "cuda:" + ids`);
+- a load that every path of its function reaches through a hard-coded CUDA use DEV001 reports: a statement
+  before it (`criterion = nn.CrossEntropyLoss().cuda()`), or an `if` before it whose every arm, `else`
+  included, has one (`model.cuda()` when distributed, `DataParallel(model).cuda()` otherwise). Without CUDA
+  the program stops there first; after DEV001's fix (`--fix` runs until nothing changes) the load is
+  reported and fixed too;
 - `pickle.load`, `np.load`, `json.load`, `safetensors` loaders (they take a device of their own), a method
   `.load(...)` of any other object, and files that never import torch.
 '''
@@ -568,8 +668,10 @@ without a `map_location` (`torch.hub.load_state_dict_from_url(url)`). A `map_loc
 holding `None` is not followed: any expression other than the literal `None` counts as given. A
 dictionary `map_location` that misses the saved device (`{"cuda:1": "cpu"}` for a checkpoint from
 `cuda:0`) still fails and is not reported. Published weights (shipped beside the code, downloaded by
-it, or a local copy of what the other arm of the same `if` downloads) and test code are left out even
-when the file does hold CUDA tensors, and weights a user downloads by hand and passes as a path are
+it, or a local copy of what the other arm of the same `if` downloads, or named pretrained) and test code
+are left out even when the file does hold CUDA tensors (a project's own pretraining stage that saves
+`pretrained.pth` from the GPU for a fine-tuning script is missed), and weights a user downloads by hand and
+passes as a path under any other name are
 reported even when they hold CPU tensors (a third-party checkpoint given as a path, `BEATs(ckp_path)`,
 `torch.load("./sscd/model.pt")`, looks like a checkpoint of the project's own training: the keys it is read
 with, `checkpoint["cfg"]`, do not tell them apart). A program that runs only on GPUs by
@@ -675,6 +777,8 @@ only the changed cells' sources.
                 continue
             if loader != "torch.jit.load" and not _model_state(ctx, call):
                 continue  # data, a cache, metrics, scalar state: nothing a GPU run leaves on the GPU
+            if _after_cuda_crash(ctx, call):
+                continue
             if cpu_only is None:
                 cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) or _saves_cpu_state(ctx)
             if cpu_only:
