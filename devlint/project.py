@@ -50,6 +50,7 @@ class Project:
         self._bytes: OrderedDict[str, bytes | None] = OrderedDict()
         self._bytes_held = 0
         self._nccl: bool | None = None
+        self._matches: dict[bytes, str] = {}  # pattern -> the first file that matches it ("" for none)
         self._callers: OrderedDict[str, list[str] | None] = OrderedDict()
         self.consulted: set[str] = set()
         self._evidence: dict[str, dict[str, bool]] = {}
@@ -298,6 +299,16 @@ class Project:
             pattern = re.compile(rb"""["']nccl["']""", re.IGNORECASE)
             self._nccl = any(pattern.search(self.read(p) or b"") for p in self.paths)
         return self._nccl
+
+    def any_file(self, pattern: re.Pattern[bytes]) -> bool:
+        """Does some file of the project match ``pattern``? Cached per pattern; the files read are recorded as
+        consulted (a file whose result rests on the answer depends on them)."""
+        held = self._matches.get(pattern.pattern)
+        if held is None:
+            held = self._matches[pattern.pattern] = next(
+                (p for p in self.paths if pattern.search(self.read(p) or b"")), "")
+        self.consulted.update(self.paths[:self.paths.index(held) + 1] if held else self.paths)
+        return bool(held)
 
     @property
     def cuda_extensions(self) -> frozenset[str]:

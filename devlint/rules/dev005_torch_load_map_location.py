@@ -311,6 +311,8 @@ def _published(ctx: Context, load: cst.Call) -> bool:
     origins = _origins(ctx, arg, scope)
     if any(_fetches_or_ships(ctx, e) or _names_pretrained(e) for e in origins) or _if_pretrained(ctx, load, scope):
         return True
+    if isinstance(scope, cst.FunctionDef) and _PRETRAINED.search(scope.name.value):
+        return True  # def load_pretrained_ckpt(self): the published weights the model starts from
     source = ctx.code(arg)
     if any(_FETCH.search(_called_name(call))
            and any(ctx.code(a.value) == source for a in call.args)
@@ -395,6 +397,21 @@ def _root(expr: cst.BaseExpression) -> str | None:
 
 
 # torch.save written out, or imported by name: what a sibling file's checkpoints may be written with
+# what writes a checkpoint: torch.save, and the trainers and hubs that call it for you
+_CHECKPOINT_WRITERS = re.compile(
+    rb"\btorch\s*\.\s*save\s*\(|from\s+torch(?:\.serialization)?\s+import[^\n]*\bsave\b|\bsave_checkpoint\s*\("
+    rb"|\bModelCheckpoint\s*\(|\.save_pretrained\s*\(|\.save_state\s*\(|\.save_model\s*\("
+    rb"|\b(?:xm|accelerator|fabric)\s*\.\s*save\s*\(")
+
+
+def _loads_others_checkpoints(ctx: Context) -> bool:
+    """Is the file part of a project (a run over more than one file) none of whose files writes a checkpoint
+    (no ``torch.save``, ``save_checkpoint``, Lightning's ``ModelCheckpoint``, ``save_pretrained``, ...)? The
+    checkpoints it loads are then published by someone else, on a device devlint cannot see."""
+    project = ctx.project
+    return project is not None and len(project.paths) > 1 and not project.any_file(_CHECKPOINT_WRITERS)
+
+
 _TORCH_SAVE = re.compile(rb"\btorch\s*\.\s*save\s*\(|from\s+torch(?:\.serialization)?\s+import[^\n]*\bsave\b")
 
 
@@ -462,6 +479,34 @@ def _hardcoded_device_helper(ctx: Context, call: cst.Call) -> bool:
     return not device_agnostic(other) and any(
         isinstance(node, cst.SimpleString) and (string_value(node) or "").startswith("cuda")
         for node in walk(func))
+
+
+def _other_arm_maps(ctx: Context, load: cst.Call, position: int) -> bool:
+    """Is ``load`` one arm of an ``if`` whose other arm loads onto the CPU (``if cpu: torch.load(p,
+    map_location="cpu") else: torch.load(p)``)? The code handles the machine without CUDA in the other arm:
+    this one is its GPU path."""
+    child: cst.CSTNode = load
+    for anc in ctx.ancestors(load):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+            return False
+        if isinstance(anc, cst.If) and (child is anc.body or child is anc.orelse):
+            other = anc.orelse if child is anc.body else anc.body
+            return other is not None and any(_maps_to_cpu(ctx, n) for n in walk(other))
+        child = anc
+    return False
+
+
+def _maps_to_cpu(ctx: Context, node: cst.CSTNode) -> bool:
+    """Is ``node`` a loader call whose ``map_location`` maps to the CPU (``"cpu"``, ``torch.device("cpu")``,
+    ``lambda storage, loc: storage``)?"""
+    if not isinstance(node, cst.Call):
+        return False
+    position = devices.CHECKPOINT_LOADERS.get(ctx.qualname(node.func) or "")
+    if position is None:
+        return False
+    given = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "map_location"]
+    given += [a.value for a in node.args[position:position + 1] if a.keyword is None and not a.star]
+    return any(isinstance(v, cst.Lambda) or "cpu" in ctx.code(v) for v in given)
 
 
 def _after_cuda_crash(ctx: Context, load: cst.Call) -> bool:
@@ -579,7 +624,16 @@ Not reported:
   path (`if weights_path is None:`) and whose other arm fetches published weights (a download, a hub, a
   function named `*pretrained*`, `pretrained=True`), or pretrained weights by name: the path reads a name
   spelled `pretrain*` (`args.pretrained_weights`, `Config.pretrain_model_path`, also through local
-  assignments), or the load runs only under an `if` that tests one (`if self.pretrained:`);
+  assignments), the load runs only under an `if` that tests one (`if self.pretrained:`), or in a function
+  named for them (`def load_pretrained_ckpt(self):`);
+- a project that writes no checkpoint: in a run over more than one file, no file of it calls `torch.save`,
+  `save_checkpoint(...)`, `ModelCheckpoint(...)`, `.save_pretrained(...)`, `.save_state(...)`,
+  `.save_model(...)` or `accelerator.save(...)` (a byte search: a comment that names one counts). What
+  such a project loads was written by someone else, on a device devlint cannot see. A file linted alone is
+  not judged so (devlint does not see the rest of its program);
+- the GPU arm of an `if` whose other arm loads onto the CPU (`if cpu: torch.load(p,
+  map_location=torch.device("cpu"))` / `else: torch.load(p)`): the code handles the machine without CUDA
+  there. An other arm that maps to a GPU (`map_location=f"cuda:{args.gpu}"`) does not;
 - test code (`test_*.py`, `*_test.py`, `conftest.py`, a module right in a `tests/` or `test/` folder): the
   checkpoints a test loads are the ones its fixtures write during the session (`tmp_path`), on the machine
   that runs them;
@@ -777,10 +831,11 @@ only the changed cells' sources.
                 continue
             if loader != "torch.jit.load" and not _model_state(ctx, call):
                 continue  # data, a cache, metrics, scalar state: nothing a GPU run leaves on the GPU
-            if _after_cuda_crash(ctx, call):
+            if _after_cuda_crash(ctx, call) or _other_arm_maps(ctx, call, position):
                 continue
             if cpu_only is None:
-                cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) or _saves_cpu_state(ctx)
+                cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) or _saves_cpu_state(ctx) \
+                    or _loads_others_checkpoints(ctx)
             if cpu_only:
                 return
             yield self._report(ctx, call, _short(loader), passed if isinstance(passed, cst.Arg) else None)
