@@ -482,18 +482,24 @@ def _hardcoded_device_helper(ctx: Context, call: cst.Call) -> bool:
 
 
 def _other_arm_maps(ctx: Context, load: cst.Call, position: int) -> bool:
-    """Is ``load`` one arm of an ``if`` whose other arm loads onto the CPU (``if cpu: torch.load(p,
-    map_location="cpu") else: torch.load(p)``)? The code handles the machine without CUDA in the other arm:
-    this one is its GPU path."""
+    """Is ``load`` one arm of an ``if`` that tests the device (its test names the CPU, CUDA or a GPU) whose
+    other arm loads onto the CPU (``if cpu: torch.load(p, map_location="cpu") else: torch.load(p)``)? The code
+    handles the machine without CUDA in the other arm: this one is its GPU path."""
     child: cst.CSTNode = load
     for anc in ctx.ancestors(load):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
             return False
         if isinstance(anc, cst.If) and (child is anc.body or child is anc.orelse):
             other = anc.orelse if child is anc.body else anc.body
-            return other is not None and any(_maps_to_cpu(ctx, n) for n in walk(other))
+            return other is not None and _DEVICE_TEST.search(ctx.code(anc.test)) is not None \
+                and any(_maps_to_cpu(ctx, n) for n in walk(other))
         child = anc
     return False
+
+
+# an if that chooses by the machine's device (`if cpu:`, `if args.gpu is None:`, `if not
+# torch.cuda.is_available():`), not by another backend (`if is_torch_xla_available():`)
+_DEVICE_TEST = re.compile(r"cpu|cuda|gpu", re.IGNORECASE)
 
 
 def _maps_to_cpu(ctx: Context, node: cst.CSTNode) -> bool:
@@ -631,9 +637,11 @@ Not reported:
   `.save_model(...)` or `accelerator.save(...)` (a byte search: a comment that names one counts). What
   such a project loads was written by someone else, on a device devlint cannot see. A file linted alone is
   not judged so (devlint does not see the rest of its program);
-- the GPU arm of an `if` whose other arm loads onto the CPU (`if cpu: torch.load(p,
+- the GPU arm of an `if` that tests the device (its test names the CPU, CUDA or a GPU: `if cpu:`, `if
+  args.gpu is None:`) whose other arm loads onto the CPU (`if cpu: torch.load(p,
   map_location=torch.device("cpu"))` / `else: torch.load(p)`): the code handles the machine without CUDA
-  there. An other arm that maps to a GPU (`map_location=f"cuda:{args.gpu}"`) does not;
+  there. An other arm that maps to a GPU (`map_location=f"cuda:{args.gpu}"`) does not, nor an `if` on another
+  backend (`if is_torch_xla_available():`);
 - test code (`test_*.py`, `*_test.py`, `conftest.py`, a module right in a `tests/` or `test/` folder): the
   checkpoints a test loads are the ones its fixtures write during the session (`tmp_path`), on the machine
   that runs them;
