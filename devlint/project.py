@@ -443,21 +443,27 @@ def _regular_file(path: str, flags: int) -> int:
 
 
 def _extension_names(data: bytes) -> set[str]:
-    """The names of CUDA extensions a file builds (``CUDAExtension("name", [...])``,
+    """The names of CUDA extensions a file builds (``CUDAExtension("name", [...])``, also through a name the
+    class is assigned to, ``extension = CUDAExtension`` then ``extension("name", ...)``,
     ``cpp_extension.load(name="name", sources=[..."k.cu"])``, ``load_inline(name=..., cuda_sources=...)``)."""
     import ast
 
     from devlint import screen
 
     tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    nodes = list(ast.walk(tree)) if tree is not None else []
+    # the class chosen through a name: `extension = CppExtension` ... `extension = CUDAExtension` (with CUDA)
+    makers = {"CUDAExtension"} | {t.id for node in nodes if isinstance(node, ast.Assign)
+                                  and (screen.dotted(node.value) or "").rsplit(".", 1)[-1] == "CUDAExtension"
+                                  for t in node.targets if isinstance(t, ast.Name)}
     names: set[str] = set()
-    for node in ast.walk(tree) if tree is not None else []:
+    for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         func = screen.dotted(node.func) or ""
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
         name = keywords.get("name") or (node.args[0] if node.args else None)
-        cuda = func.rsplit(".", 1)[-1] == "CUDAExtension" or "cuda_sources" in keywords or any(
+        cuda = func.rsplit(".", 1)[-1] in makers or "cuda_sources" in keywords or any(
             isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.endswith(".cu")
             for c in ast.walk(keywords.get("sources", ast.Constant(None))))
         if cuda and isinstance(name, ast.Constant) and isinstance(name.value, str):

@@ -109,7 +109,8 @@ CUDA-only by design (not reported): a flow that starts a NCCL process group (`in
 it in that function, and the functions only called from there; a class or function that declares itself
 GPU-only by name (`CUDAAccelerator`, `train_gpu`) or decorator; a module that raises at import without CUDA;
 a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy, flash-attn) or one of the project's own
-CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, or `cpp_extension.load` of `.cu`
+CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
+assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, or `cpp_extension.load` of `.cu`
 sources), directly or through a module of the project; an `except` handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
 `torch.distributed` is initialised, and functions that run a collective such as `broadcast`).

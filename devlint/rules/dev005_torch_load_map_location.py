@@ -313,12 +313,19 @@ def _published(ctx: Context, load: cst.Call) -> bool:
         return True
     if isinstance(scope, cst.FunctionDef) and _PRETRAINED.search(scope.name.value):
         return True  # def load_pretrained_ckpt(self): the published weights the model starts from
-    source = ctx.code(arg)
+    source = _path_key(ctx, arg)
     if any(_FETCH.search(_called_name(call))
-           and any(ctx.code(a.value) == source for a in call.args)
+           and any(_path_key(ctx, a.value) == source for a in call.args)
            for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope)):
         return True
     return _local_copy(ctx, load, arg, scope)
+
+
+def _path_key(ctx: Context, expr: cst.BaseExpression) -> str:
+    """What a path argument names, to match a download's target with the load's source: a string literal's
+    normalised path (``'./model.pth'`` is ``"model.pth"``), else the expression's code."""
+    value = string_value(expr) if isinstance(expr, cst.SimpleString) else None
+    return os.path.normpath(value) if value else ctx.code(expr)
 
 
 def _local_copy(ctx: Context, load: cst.Call, arg: cst.BaseExpression, scope: cst.CSTNode) -> bool:
@@ -626,6 +633,7 @@ Not reported:
 - a file published with or for the code, whose device is its publisher's choice: a path built from
   `__file__` (weights shipped in the package), or fetched from the internet in the loading function
   (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
+  `urllib.request.urlretrieve(url, "./model.pth")` then `torch.load("model.pth")`: paths compared normalised,
   `hf_hub_download(...)`), or a local copy of such weights: the load is one arm of an `if` that tests its
   path (`if weights_path is None:`) and whose other arm fetches published weights (a download, a hub, a
   function named `*pretrained*`, `pretrained=True`), or pretrained weights by name: the path reads a name
