@@ -80,6 +80,7 @@ class Guards:
         self._entered: dict[int, bool] = {}
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
+        self._cuda_only_flags: frozenset[str] | None = None
         # a function of the project (by id, with the node) -> what its return implies
         self._returns: dict[int, tuple[cst.FunctionDef, Polarity]] = {}
         # a test module marked GPU-only, or a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy)
@@ -300,6 +301,12 @@ class Guards:
         for found in computed:
             if found in (Polarity.AVAILABLE, Polarity.UNAVAILABLE):
                 return found  # use_gpu = torch.cuda.is_available() (and so on)
+        if name in self._flags_of_cuda_only_flows():
+            return Polarity.AVAILABLE  # `if distributed: init_process_group("nccl")`, later `if distributed:`
+        truthy = [v for v in values if _on_by_default(v) is True]
+        if truthy and all(_on_by_default(v) is not None for v in values) \
+                and all(self.is_guarded(v) for v in truthy):
+            return Polarity.AVAILABLE  # cuda_flag = False; if torch.cuda.is_available(): cuda_flag = True
         if values and all(found is Polarity.NONE for found in computed):
             return Polarity.NONE  # USE_CUDA = True, args.num_gpus = gpus (on by default): not a check
         if not devices.is_guard_text(name):
@@ -307,6 +314,20 @@ class Guards:
         if self._flags.default(name) is True and name not in self._checked_flags():
             return Polarity.NONE  # --cuda defaulting to True (or --gpus to 1), never checked: not a guard
         return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
+
+    def _flags_of_cuda_only_flows(self) -> frozenset[str]:
+        """The flags whose ``if flag:`` somewhere in the file starts a CUDA-only flow (a NCCL process group,
+        ``set_device(local_rank)``, an assert of availability): set, the flag means that flow."""
+        if self._cuda_only_flags is None:
+            self._cuda_only_flags = frozenset()  # while computing
+            found: set[str] = set()
+            for stmt in self.ctx.nodes(cst.If):
+                name = dotted_name(stmt.test) if isinstance(stmt.test, (cst.Name, cst.Attribute)) else None
+                if name and isinstance(stmt.body, cst.IndentedBlock) \
+                        and any(self._guards_what_follows(s) for s in stmt.body.body):
+                    found.add(name)
+            self._cuda_only_flags = frozenset(found)
+        return self._cuda_only_flags
 
     def _checked_flags(self) -> frozenset[str]:
         """The flags an exit pairs with availability: ``if args.cuda and not torch.cuda.is_available(): raise``

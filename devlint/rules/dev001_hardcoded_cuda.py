@@ -85,7 +85,10 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 `parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
 (`init_env(args)` that exits without a GPU), guards held in a variable (`use_gpu = torch.cuda.is_available()`)
 or returned by a function of the project (`if not enough_gpus(2): sys.exit()` where every `return` of
-`enough_gpus` needs an accelerator: `return torch.accelerator.is_available() and count >= n`),
+`enough_gpus` needs an accelerator: `return torch.accelerator.is_available() and count >= n`), a flag set to
+`True` only under such a guard (`cuda_flag = False`, then `cuda_flag = True` inside `if
+torch.cuda.is_available():`), a flag whose `if` somewhere in the file starts a CUDA-only flow (`if distributed:
+dist.init_process_group("nccl")`: a later `if distributed:` is that flow),
 an opt-in flag that is off by default (`--cuda` with `action="store_true"`), a function every call of which
 in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
 it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`;
