@@ -538,15 +538,15 @@ def inherited_method(ctx: Context, cls: cst.ClassDef, method: str,
     return None
 
 
-def call_sites(ctx: Context, func: cst.FunctionDef) -> list[tuple[Context, cst.Call]] | None:
-    """The calls of ``func`` that can be told apart: by its name in its file (``f(...)``, ``self.f(...)`` for
-    a method), and in the project's files that import it (a method: that mention its class). None when
-    there are too many candidates to look at."""
+def call_sites(ctx: Context, func: cst.FunctionDef | cst.ClassDef) -> list[tuple[Context, cst.Call]] | None:
+    """The calls of ``func`` (a class: its constructions) that can be told apart: by its name in its file
+    (``f(...)``, ``self.f(...)`` for a method), and in the project's files that import it (a method: that
+    mention its class). None when there are too many candidates to look at."""
     target: cst.FunctionDef | cst.ClassDef = func
-    owner = ctx.parent(ctx.parent(func))
+    owner = ctx.parent(ctx.parent(func)) if isinstance(func, cst.FunctionDef) else None
     cls = owner if isinstance(owner, cst.ClassDef) else None
-    if func.name.value == "__init__" and cls is not None:  # called as its class: Runner(...)
-        target, cls = cls, None
+    if isinstance(func, cst.FunctionDef) and func.name.value == "__init__" and cls is not None:
+        target, cls = cls, None  # called as its class: Runner(...)
     name = target.name.value
     project = ctx.project
     home = os.path.abspath(ctx.path)
@@ -594,6 +594,18 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
         if _leaves_default(call, param.name.value, index, bound):
             return True
     return False
+
+
+def field_relies_on_default(ctx: Context, cls: cst.ClassDef, name: str, index: int | None) -> bool:
+    """Does some construction of ``cls`` (a dataclass or attrs class) leave its field ``name`` (at positional
+    ``index`` of the generated ``__init__``) to its default? A public class nobody in the project constructs
+    is relied on (its users get the default); with too many candidate calls to tell, it is not."""
+    sites = call_sites(ctx, cls)
+    if sites is None:
+        return False
+    if not sites:
+        return not cls.name.value.startswith("_") and ctx.parent(cls) is ctx.module
+    return any(_leaves_default(call, name, index, False) for _, call in sites)
 
 
 def _public(ctx: Context, func: cst.FunctionDef) -> bool:

@@ -16,7 +16,7 @@ from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
 from devlint.guards import guards
 from devlint.lazy import LazyModule
-from devlint.project import callee, relies_on_default
+from devlint.project import callee, field_relies_on_default, relies_on_default
 from devlint.rules.base import Invalid, Rule, Valid, replace_token
 from devlint.rules.fixes import fallback_expr, needs_parens, paren_call_insert, preferred_quote, quote_at
 from devlint.screen import AstIndex, dotted
@@ -95,8 +95,10 @@ it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert t
 not when another file of the project imports it), code in functions marked as GPU-only (a decorator or name
 that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
-overrides (or that the function only compares or hands to a torch query), and `device=` keywords of other
-libraries (DALI's `device="gpu"`). Files that never import torch are not checked.
+overrides (or that the function only compares or hands to a torch query; a dataclass or attrs field's default,
+`device: torch.device = attr.ib(default=torch.device("cuda"))`, that every construction of its class
+passes), and `device=` keywords of other libraries (DALI's `device="gpu"`). Files that never import torch are
+not checked.
 
 What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
 body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant
@@ -340,6 +342,9 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
             if isinstance(param, cst.Param) and not (parameter_used_as_device(ctx, param)
                                                       and relies_on_default(ctx, param)):
                 continue  # def f(device="cuda"): that never puts a tensor there, or whose every call passes one
+            field = _field_default(ctx, use.expr)
+            if field is not None and not field_relies_on_default(ctx, *field):
+                continue  # device: torch.device = attr.ib(default=torch.device("cuda")), passed by every caller
             if use.kind is UseKind.ARGPARSE and _option_only_inspected(ctx, ctx.parent(use.expr)):
                 continue  # --device cuda:0 only compared with "cpu" and spliced into f"cuda:{...}"
             yield self.finding(
@@ -444,6 +449,55 @@ def _literal_index(call: cst.Call) -> int | None:
     """The device index of ``.cuda(N)`` as an int (None: no literal index)."""
     index = _cuda_index(call)
     return int(index.value, 0) if isinstance(index, cst.Integer) else None  # a Python literal: 1, 0x1, 1_0
+
+
+_FIELD_MAKERS = frozenset({"attr.ib", "attr.attrib", "attr.field", "attrs.field", "dataclasses.field", "field",
+                           "attrib"})
+_FIELD_CLASSES = frozenset({"dataclass", "s", "attrs", "define", "frozen", "mutable"})
+
+
+def _field_default(ctx: Context, expr: cst.BaseExpression) -> tuple[cst.ClassDef, str, int | None] | None:
+    """The class, field name and positional index of the dataclass / attrs field whose default ``expr`` is
+    (``device: torch.device = attr.ib(default=torch.device("cuda"))``, ``device: str = "cuda"`` in a
+    ``@dataclass``), if it is one."""
+    node: cst.CSTNode = expr
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.Arg) and parent.keyword is None:  # the string of torch.device("cuda")
+        call = ctx.parent(parent)
+        if isinstance(call, cst.Call) and ctx.qualname(call.func) == "torch.device":
+            node, parent = call, ctx.parent(call)
+    if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "default":
+        maker = ctx.parent(parent)
+        if not isinstance(maker, cst.Call) or (ctx.qualname(maker.func) or dotted_name(maker.func) or "") \
+                not in _FIELD_MAKERS:
+            return None
+        node, parent = maker, ctx.parent(maker)
+    if not isinstance(parent, (cst.AnnAssign, cst.Assign)) or parent.value is not node:
+        return None
+    line = ctx.parent(parent)
+    cls = ctx.parent(ctx.parent(line)) if line is not None else None
+    if not isinstance(cls, cst.ClassDef) or not any(
+            (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+            .split(".")[-1] in _FIELD_CLASSES for d in cls.decorators):
+        return None
+    fields = [_field_name(s) for s in cls.body.body if isinstance(s, cst.SimpleStatementLine)]
+    names = [f for f in fields if f is not None]
+    target = _field_name(line) if isinstance(line, cst.SimpleStatementLine) else None
+    if target is None:
+        return None
+    return cls, target, names.index(target) if target in names else None
+
+
+def _field_name(line: cst.SimpleStatementLine) -> str | None:
+    """The field a class-body line declares (``x: int = ...``, ``x = attr.ib(...)``), if it does."""
+    stmt = line.body[0] if line.body else None
+    if isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name):
+        return stmt.target.value
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name) \
+            and isinstance(stmt.value, cst.Call) and (dotted_name(stmt.value.func) or "").split(".")[-1] \
+            in ("ib", "attrib", "field"):
+        return stmt.targets[0].target.value
+    return None
 
 
 def _default_of(ctx: Context, string: cst.BaseExpression) -> cst.Param | None:
