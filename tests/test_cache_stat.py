@@ -124,3 +124,18 @@ def test_dependency_edit_invalidates(tmp_path, reads, prefilter):
     fresh = _found(run([str(root)], config, Options(select=options.select, jobs=1, prefilter=prefilter)))
     assert after == fresh
     assert [f for f in after if f[0] == "main.py"]  # main.py's .cuda() calls are now reported
+
+
+def test_a_checkpoint_writer_added_elsewhere_invalidates(tmp_path, reads):
+    """viewer/app.py's load is not reported while no file of the project writes a checkpoint (DEV005): the
+    answer rests on every file read, so a torch.save added to another file re-lints it."""
+    root = tmp_path / "viewer"
+    shutil.copytree(PROJECTS / "viewer", root)
+    _age(root)
+    config = Config(root=root)
+    options = Options(select={"DEV005"}, jobs=1, cache_dir=str(tmp_path / "cache"))
+    assert _found(run([str(root)], config, options)) == []
+    tools = root / "viewer" / "extras" / "tools.py"  # a file app.py neither imports nor sits beside
+    tools.write_text(tools.read_text() + "\n\ndef export(net, path):\n    import torch\n    torch.save(net.state_dict(), path)\n")
+    os.utime(tools, ns=(OLD + 10**9, OLD + 10**9))
+    assert _found(run([str(root)], config, options)) == [("app.py", "DEV005", 11, 27)]
