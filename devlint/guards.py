@@ -77,7 +77,7 @@ class Guards:
                 self._assigned.setdefault(name, []).append(ann.value)
         self._name_polarity: dict[str, Polarity] = {}
         self._requires: dict[tuple[int, int], bool] = {}
-        self._entered: dict[int, bool] = {}
+        self._entered: dict[tuple[int, int], bool] = {}
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
         self._cuda_only_flags: frozenset[str] | None = None
@@ -463,7 +463,7 @@ class Guards:
         """Is every call of ``func`` in the project guarded (``main()`` called after set_device and a NCCL
         process group, a helper called only under ``if torch.cuda.is_available():``)? A function nobody in
         the project calls (an entry point, a public API) is not."""
-        key = id(func)
+        key = (id(func), depth)  # the answer depends on how deep it may look: one entry per depth
         if key in self._entered:
             return self._entered[key]
         self._entered[key] = False  # recursion: assume not while computing
