@@ -444,7 +444,14 @@ class Guards:
         if key not in self._requires:
             self._requires[key] = False  # recursion: assume not while computing
             body = func.body.body if isinstance(func.body, cst.IndentedBlock) else []
-            self._requires[key] = any(self._guards_what_follows(stmt, terminating=True, depth=depth) for stmt in body)
+            found = False
+            for stmt in body:
+                if self._guards_what_follows(stmt, terminating=True, depth=depth):
+                    found = True
+                    break
+                if _returns(stmt):
+                    break  # `else: args.distributed = False; return` before set_device: a path without CUDA
+            self._requires[key] = found
         return self._requires[key]
 
     def is_guarded(self, node: cst.CSTNode, depth: int = 2) -> bool:
@@ -553,6 +560,18 @@ def _catches_device_errors(handler: cst.ExceptHandler) -> bool:
     if handler.type is None or isinstance(handler.type, cst.Tuple):
         return True
     return (dotted_name(handler.type) or "").split(".")[-1] in devices.GUARD_EXCEPTIONS
+
+
+def _returns(stmt: cst.CSTNode) -> bool:
+    """Does ``stmt`` hold a ``return`` of its own function (not of a function or lambda nested in it)?"""
+    stack: list[cst.CSTNode] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return False
 
 
 def _constant(expr: cst.BaseExpression) -> bool:

@@ -69,7 +69,8 @@ class HardcodedCuda(Rule):
     doc_what = '''
 Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
 variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
-`argparse` `--device` default (unless the option is only compared or spliced into `f"cuda:{...}"`), a
+`argparse` `--device` default (unless the option is only compared, spliced into `f"cuda:{...}"` or read
+under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else "cpu")`), a
 `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on and some call relies on: `device="cuda"` or
 `device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads), and `.cuda()` calls.
@@ -512,14 +513,17 @@ def _default_of(ctx: Context, string: cst.BaseExpression) -> cst.Param | None:
 
 def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
     """Is the argparse option declared by the call around ``arg`` read in this file only to be compared or
-    spliced into an f-string (directly, or through a name only used so), never used as a whole device?"""
+    spliced into an f-string (directly, or through a name only used so), or where CUDA was checked
+    (``torch.device(args.device if torch.cuda.is_available() else "cpu")``, after an exit without CUDA), never
+    used as a whole device on a path without CUDA?"""
     call = ctx.parent(arg) if arg is not None else None
     option = command_line_option(call) if isinstance(call, cst.Call) else None
     if option is None:
         return False
     reads = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == option.dest and isinstance(a.value, cst.Name)
              and ctx.qualname(a) is None]  # args.device, not torch.device
-    return bool(reads) and all(_inspected(ctx, read, depth=1) for read in reads)
+    guard = guards(ctx)
+    return bool(reads) and all(_inspected(ctx, read, depth=1) or guard.is_guarded(read) for read in reads)
 
 
 def _inspected(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
