@@ -304,8 +304,8 @@ class Guards:
         if name in self._flags_of_cuda_only_flows():
             return Polarity.AVAILABLE  # `if distributed: init_process_group("nccl")`, later `if distributed:`
         truthy = [v for v in values if _on_by_default(v) is True]
-        if truthy and all(_on_by_default(v) is not None for v in values) \
-                and all(self.is_guarded(v) for v in truthy):
+        if truthy and devices.is_guard_text(name) and all(_on_by_default(v) is not None for v in values) \
+                and all(self.is_guarded(v, depth=0) for v in truthy):
             return Polarity.AVAILABLE  # cuda_flag = False; if torch.cuda.is_available(): cuda_flag = True
         if values and all(found is Polarity.NONE for found in computed):
             return Polarity.NONE  # USE_CUDA = True, args.num_gpus = gpus (on by default): not a check
@@ -324,7 +324,7 @@ class Guards:
             for stmt in self.ctx.nodes(cst.If):
                 name = dotted_name(stmt.test) if isinstance(stmt.test, (cst.Name, cst.Attribute)) else None
                 if name and isinstance(stmt.body, cst.IndentedBlock) \
-                        and any(self._guards_what_follows(s) for s in stmt.body.body):
+                        and any(self._guards_what_follows(s, depth=0) for s in stmt.body.body):
                     found.add(name)
             self._cuda_only_flags = frozenset(found)
         return self._cuda_only_flags

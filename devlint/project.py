@@ -316,7 +316,7 @@ class Project:
         ``torch.utils.cpp_extension.load(name=..., sources=[... ".cu"])``): code that imports one is
         CUDA-only by design."""
         if self._cuda_extensions is None:
-            marker = re.compile(rb"CUDAExtension|cuda_sources|\.cu[\"']")
+            marker = re.compile(rb"CUDAExtension|cuda_sources|with_cuda|\.cu[\"']")
             names: set[str] = set()
             for path in self.paths:
                 data = self.read(path) or b""
@@ -334,18 +334,25 @@ class Project:
         def cuda_only(module: str, path: str | None) -> bool:
             if module in libraries or module.split(".")[0] in libraries - {"cuda"}:
                 return True
-            # a compiled extension has no .py of the project (basicsr's deform_conv.py loads deform_conv)
-            return path is None and (module in extensions or module.rsplit(".", 1)[-1] in extensions)
+            # a compiled extension has no .py of the project (basicsr's deform_conv.py loads deform_conv; an
+            # ffi extension "_ext.dcn_v2" is imported as `from ._ext import dcn_v2`)
+            return path is None and (module in extensions or module.rsplit(".", 1)[-1] in extensions
+                                     or any(e.startswith(module.rsplit(".", 1)[-1] + ".") for e in extensions))
 
-        for module in modules:
-            path = self.module_file(module, near)
-            if cuda_only(module, path):
-                return True
-            if path is not None:
-                self.consulted.add(path)  # its top imports decide: the asking file depends on it
-            if path is not None and any(cuda_only(m, self.module_file(m, path)) for m in self._top_imports(path)):
-                return True
-        return False
+        seen: set[str] = set()
+        frontier = [(module, near) for module in modules]
+        for _hop in range(3):  # the file's imports, then what the project's modules among them import at their top
+            following: list[tuple[str, str]] = []
+            for module, importer in frontier:
+                path = self.module_file(module, importer)
+                if cuda_only(module, path):
+                    return True
+                if path is not None and path not in seen:
+                    seen.add(path)
+                    self.consulted.add(path)  # its top imports decide: the asking file depends on it
+                    following.extend((m, path) for m in self._top_imports(path))
+            frontier = following
+        return any(cuda_only(module, self.module_file(module, importer)) for module, importer in frontier)
 
     def _top_imports(self, path: str) -> frozenset[str]:
         """The modules ``path`` imports at its top level (parsed once per run: every file importing it asks)."""
@@ -444,7 +451,8 @@ def _regular_file(path: str, flags: int) -> int:
 
 def _extension_names(data: bytes) -> set[str]:
     """The names of CUDA extensions a file builds (``CUDAExtension("name", [...])``, also through a name the
-    class is assigned to, ``extension = CUDAExtension`` then ``extension("name", ...)``,
+    class is assigned to, ``extension = CUDAExtension`` then ``extension("name", ...)``, the old
+    ``torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=with_cuda)``,
     ``cpp_extension.load(name="name", sources=[..."k.cu"])``, ``load_inline(name=..., cuda_sources=...)``)."""
     import ast
 
@@ -463,7 +471,10 @@ def _extension_names(data: bytes) -> set[str]:
         func = screen.dotted(node.func) or ""
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
         name = keywords.get("name") or (node.args[0] if node.args else None)
-        cuda = func.rsplit(".", 1)[-1] in makers or "cuda_sources" in keywords or any(
+        with_cuda = keywords.get("with_cuda")  # torch.utils.ffi.create_extension(name, ..., with_cuda=...)
+        cuda = func.rsplit(".", 1)[-1] in makers or "cuda_sources" in keywords or (
+            func.rsplit(".", 1)[-1] == "create_extension" and with_cuda is not None
+            and not (isinstance(with_cuda, ast.Constant) and with_cuda.value is False)) or any(
             isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.endswith(".cu")
             for c in ast.walk(keywords.get("sources", ast.Constant(None))))
         if cuda and isinstance(name, ast.Constant) and isinstance(name.value, str):

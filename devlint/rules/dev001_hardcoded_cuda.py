@@ -116,8 +116,9 @@ it in that function, and the functions only called from there; a class or functi
 GPU-only by name (`CUDAAccelerator`, `train_gpu`) or decorator; a module that raises at import without CUDA;
 a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy, flash-attn) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
-assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, or `cpp_extension.load` of `.cu`
-sources), directly or through a module of the project; an `except` handler for CUDA running out of memory;
+assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
+sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), directly or through
+modules of the project (up to three imports away); an `except` handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
 `torch.distributed` is initialised, and functions that run a collective such as `broadcast`).
 '''
