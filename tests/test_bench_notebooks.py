@@ -3,30 +3,20 @@ URL (file://), placing findings in cells, the sample and the review's precision.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import subprocess
-import sys
 import tarfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from benchload import load_bench
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-def _load():
-    sys.path.insert(0, str(BENCH))  # notebooks.py imports realcode from its own folder
-    spec = importlib.util.spec_from_file_location("bench_notebooks", BENCH / "notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_notebooks"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-nb = _load()
+nb = load_bench("notebooks")
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 

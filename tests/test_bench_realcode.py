@@ -3,24 +3,10 @@ dropped and the score silently wrong), and labels are scored as the README says.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from benchload import load_bench
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_realcode", BENCH / "realcode.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_realcode"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-rc = _load()
+rc = load_bench("realcode")
 
 
 def test_lint_reports_findings_relative_to_the_root(tmp_path):
