@@ -122,12 +122,18 @@ def _merge_env(a: Env, b: Env) -> Env:
     return out
 
 
-def _is_cpu_device(ctx: Context, expr: cst.BaseExpression) -> bool:
+def _is_cpu_device(ctx: Context, expr: cst.BaseExpression, follow: bool = True) -> bool:
+    """``"cpu"``, ``torch.device("cpu")``, or a name every assignment of the file binds to one of those
+    (``cpu_device = torch.device("cpu")`` then ``boxes.to(cpu_device)``)."""
     value = string_value(expr)
     if value is not None:
         return devices.is_cpu_device(value)
     if isinstance(expr, cst.Call) and ctx.qualname(expr.func) == devices.DEVICE_CONSTRUCTOR and expr.args:
-        return _is_cpu_device(ctx, expr.args[0].value)
+        return _is_cpu_device(ctx, expr.args[0].value, follow=False)
+    if follow and isinstance(expr, cst.Name):
+        values = [a.value for a in ctx.nodes(cst.Assign)
+                  if any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
+        return bool(values) and all(_is_cpu_device(ctx, v, follow=False) for v in values)
     return False
 
 

@@ -58,7 +58,8 @@ pass other objects), the tensors of a moved module's
 no-accelerator branch of a device check (`else:` of `if device == "cuda":`, the code after
 `if x.is_cuda: return ...`) is the CPU path: no GPU finding there.
 
-Not reported: values already passed through `.detach()` and `.cpu()` (in either order),
+Not reported: values already passed through `.detach()` and `.cpu()` (in either order; `.to("cpu")` and
+`.to(cpu_device)`, a name every assignment of the file binds to the CPU, move as `.cpu()` does),
 `.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), a `.numpy()` inside
 `torch.no_grad()` / `torch.inference_mode()` on a tensor only suspected of grad (torch 2.13 lets it through
 there; only a GPU tensor fails), integer results (`.argmax()`, `.to(torch.uint8)`, the indices of
