@@ -122,6 +122,22 @@ def _merge_env(a: Env, b: Env) -> Env:
     return out
 
 
+def _grad_branches(test: cst.BaseExpression, env: Env) -> tuple[Env, Env]:
+    """The environments of an ``if``'s two branches when its test reads ``x.requires_grad`` (``not`` allowed):
+    in the branch where it is false, ``x`` needs no ``.detach()`` (``x.detach().numpy() if x.requires_grad else
+    x.numpy()``). Otherwise ``env`` for both."""
+    wanted = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        wanted, test = not wanted, test.expression
+    name = dotted_name(test.value) if isinstance(test, cst.Attribute) and test.attr.value == "requires_grad" else None
+    held = env.get(name) if name else None
+    if name is None or held is None:
+        return env, env
+    narrowed = dict(env)
+    narrowed[name] = replace(held, grad=None, nograd=True)
+    return (env, narrowed) if wanted else (narrowed, env)
+
+
 def _is_cpu_device(ctx: Context, expr: cst.BaseExpression, follow: bool = True) -> bool:
     """``"cpu"``, ``torch.device("cpu")``, or a name every assignment of the file binds to one of those
     (``cpu_device = torch.device("cpu")`` then ``boxes.to(cpu_device)``)."""
@@ -386,10 +402,11 @@ class Provenance:
         # the no-accelerator path of a device check (`else:` of `if device == "cuda":`, the body of
         # `if not use_cuda:`) is written for the CPU: no tensor there is on a GPU
         check = guards(self.ctx)
-        a = self._cpu_block(stmt.body, env, no_grad, check.polarity(stmt.test) is Polarity.UNAVAILABLE)
-        b = self._cpu_block(stmt.orelse.body, env, no_grad, check.falsity(stmt.test) is Polarity.UNAVAILABLE) \
+        body_env, else_env = _grad_branches(stmt.test, env)
+        a = self._cpu_block(stmt.body, body_env, no_grad, check.polarity(stmt.test) is Polarity.UNAVAILABLE)
+        b = self._cpu_block(stmt.orelse.body, else_env, no_grad, check.falsity(stmt.test) is Polarity.UNAVAILABLE) \
             if isinstance(stmt.orelse, cst.Else) else (
-            self._stmt(stmt.orelse, dict(env), no_grad) if stmt.orelse is not None else env)
+            self._stmt(stmt.orelse, dict(else_env), no_grad) if stmt.orelse is not None else env)
         merged = _merge_env(a, b)
         if stmt.orelse is None and guards(self.ctx).is_test(stmt.test):
             # `if device != "cpu": x = x.cpu()`: the branch handles the device case; trust what it bound
@@ -545,8 +562,9 @@ class Provenance:
             check = guards(self.ctx)
             body_cpu = check.polarity(expr.test) is Polarity.UNAVAILABLE
             else_cpu = check.falsity(expr.test) is Polarity.UNAVAILABLE
-            body = self._eval_on_path(expr.body, env, no_grad, body_cpu)
-            orelse = self._eval_on_path(expr.orelse, env, no_grad, else_cpu)
+            body_env, else_env = _grad_branches(expr.test, env)
+            body = self._eval_on_path(expr.body, body_env, no_grad, body_cpu)
+            orelse = self._eval_on_path(expr.orelse, else_env, no_grad, else_cpu)
             if else_cpu and orelse is not None:
                 orelse = replace(orelse, gpu=None)
             if body_cpu and body is not None:

@@ -93,9 +93,9 @@ is not proven a torch tensor comes without a fix.
 '''
     doc_known_problems = '''
 A tensor passed in as a parameter is of unknown provenance and not reported (callers are not followed into
-callees), nor one that only its caller's inputs put on a GPU. A
-`.numpy()` guarded by a runtime check of `requires_grad` / `is_cuda` is reported when the evidence says it
-may need `.detach()` / `.cpu()`.
+callees), nor one that only its caller's inputs put on a GPU. A branch on `x.requires_grad` settles grad for
+`x` (the branch where it is false needs no `.detach()`), but a `.numpy()` guarded by a runtime check of
+`is_cuda` is reported when the evidence says it may need `.cpu()`.
 '''
     doc_options = '''
 None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV002` apply as for every rule.
