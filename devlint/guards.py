@@ -371,12 +371,19 @@ class Guards:
 
     def _cuda_only_definition(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
         """A function or class that declares itself GPU-only: by its name (``train_gpu``, ``CUDAAccelerator``)
-        or a decorator; or, in a NCCL project, a function that runs a collective (NCCL takes CUDA tensors)."""
+        or a decorator; a class whose ``__init__`` sets the GPU up on every path; or, in a NCCL project, a
+        function that runs a collective (NCCL takes CUDA tensors)."""
         if devices.is_guard_text(node.name.value):
             return True
         if any(self._marks_cuda_only(d.decorator) for d in node.decorators):
             return True
-        return isinstance(node, cst.FunctionDef) and self._runs_collective(node) and self._nccl()
+        if isinstance(node, cst.ClassDef):
+            # a class whose __init__ sets the GPU up on every path (set_device, a NCCL group, an assert): every
+            # instance lives in a CUDA-only flow
+            init = next((s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+                        None) if isinstance(node.body, cst.IndentedBlock) else None
+            return init is not None and self.requires_cuda(init, depth=0)
+        return self._runs_collective(node) and self._nccl()
 
     def _runs_collective(self, func: cst.FunctionDef) -> bool:
         return func in self.ctx.shared("guards.collective_functions", _collective_functions)
@@ -462,6 +469,10 @@ class Guards:
             if self._guards_child(anc, child):
                 return True
             if isinstance(anc, cst.FunctionDef):
+                owner = self.ctx.parent(self.ctx.parent(anc))
+                if isinstance(owner, cst.ClassDef) and anc.name.value != "__init__" \
+                        and self._cuda_only_definition(owner):
+                    return True  # a method of a GPU-only class (CUDAAccelerator, one whose __init__ sets the GPU)
                 return depth > 0 and self._entered_guarded(anc, depth)
             child = anc
         return False

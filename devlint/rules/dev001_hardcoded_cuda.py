@@ -113,8 +113,10 @@ torch.cuda.is_available():`, `if not torch.cuda.is_available() or not flash:`).
 CUDA-only by design (not reported): a flow that starts a NCCL process group (`init_process_group("nccl")`,
 `backend="nccl"`) or picks its GPU from a launcher (`torch.cuda.set_device(local_rank)`) — everything after
 it in that function, and the functions only called from there; a class or function that declares itself
-GPU-only by name (`CUDAAccelerator`, `train_gpu`) or decorator; a module that raises at import without CUDA;
-a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy, flash-attn) or one of the project's own
+GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator, or a class whose
+`__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group); a module that
+raises at import without CUDA; a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy,
+flash-attn) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
 sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), directly or through
