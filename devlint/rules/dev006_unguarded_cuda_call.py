@@ -127,7 +127,8 @@ code is GPU-only by design:
 
 Where it reports: only in files that have a fallback somewhere, a path they take without CUDA — the file
 asks whether there is a GPU (`torch.cuda.is_available()`, `torch.accelerator.is_available()`, a
-`device_count()` compared with zero or tested as a truth value), compares a device with `"cpu"` or `"mps"`,
+`device_count()` compared with zero or tested as a truth value; not a question only printed or logged,
+`print("CUDA available:", torch.cuda.is_available())`), compares a device with `"cpu"` or `"mps"`,
 chooses `"cpu"` / `"mps"` (a branch of a conditional expression, a device variable, a `device="cpu"` parameter
 default, a `--device` option's default, a `"device"` config entry), or has a GPU option that is off by
 default (`--cpu`, `--no-cuda`, `--cuda` with `action="store_true"`). A GPU count used as a number
@@ -397,7 +398,7 @@ def _asks_availability(ctx: Context, call: cst.Call) -> bool:
     compared with 0 (``> 0``, ``== 0``, ``>= 1``), not as a number of GPUs (``n * device_count()``,
     ``device_count() > 1``)."""
     name = ctx.qualname(call.func)
-    if name not in _QUERIES:
+    if name not in _QUERIES or _only_reported(ctx, call):
         return False
     if not name.endswith("_count"):
         return True
@@ -413,6 +414,28 @@ def _asks_availability(ctx: Context, call: cst.Call) -> bool:
             op = {cst.LessThan: cst.GreaterThan(), cst.GreaterThan: cst.LessThan(), cst.LessThanEqual:
                   cst.GreaterThanEqual(), cst.GreaterThanEqual: cst.LessThanEqual()}.get(type(op), op)
         return number is not None and _zero_test(op, number)
+    return False
+
+
+_REPORTERS = frozenset({"print", "info", "debug", "warning", "warn", "log", "format", "write"})
+
+
+def _only_reported(ctx: Context, call: cst.Call) -> bool:
+    """Is the query's answer only printed or logged (``print('CUDA available: {}'.format(
+    torch.cuda.is_available()))``, ``logger.info(...)``, an f-string in one)? Such code chooses nothing."""
+    node: cst.CSTNode = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Call) and anc is not call and node is not anc.func:
+            func = anc.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "")
+            if called not in _REPORTERS:
+                return False
+            if called != "format":
+                return True
+        elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)) or not isinstance(
+                anc, (cst.Arg, cst.FormattedStringExpression, cst.FormattedString, cst.Attribute)):
+            return False
+        node = anc
     return False
 
 
