@@ -15,8 +15,8 @@ from devlint.runner import Options
 PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
 
 
-def _findings_in_order(root: Path, order: list[str]) -> dict[str, list[tuple[str, int, int]]]:
-    files = sorted(str(p) for p in root.rglob("*.py") if not p.name.endswith((".fixed.py", ".safe.py")))
+def _findings_in_order(root: Path, files: list[str], order: list[str]) -> dict[str, list[tuple[str, int, int]]]:
+    """Every file's findings, linted in ``order`` by one worker whose project is ``files``."""
     runner._init_worker(files)
     options = Options(select=set(runner.all_rules()), jobs=1)
     config = Config(root=root)
@@ -31,6 +31,6 @@ def _findings_in_order(root: Path, order: list[str]) -> dict[str, list[tuple[str
 def test_findings_do_not_depend_on_the_order_files_are_linted(project):
     root = PROJECTS / project
     files = sorted(str(p) for p in root.rglob("*.py") if not p.name.endswith((".fixed.py", ".safe.py")))
-    forward = _findings_in_order(root, files)
-    assert _findings_in_order(root, files[::-1]) == forward
-    assert _findings_in_order(root, files[1::2] + files[::2]) == forward
+    forward = _findings_in_order(root, files, files)
+    assert _findings_in_order(root, files, files[::-1]) == forward
+    assert _findings_in_order(root, files, files[1::2] + files[::2]) == forward

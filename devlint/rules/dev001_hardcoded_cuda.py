@@ -457,6 +457,7 @@ def _literal_index(call: cst.Call) -> int | None:
 
 _FIELD_MAKERS = frozenset({"attr.ib", "attr.attrib", "attr.field", "attrs.field", "dataclasses.field", "field",
                            "attrib"})
+_FIELD_MAKER_NAMES = frozenset(maker.rsplit(".", 1)[-1] for maker in _FIELD_MAKERS)  # ib, attrib, field
 _FIELD_CLASSES = frozenset({"dataclass", "s", "attrs", "define", "frozen", "mutable"})
 
 
@@ -468,7 +469,7 @@ def _field_default(ctx: Context, expr: cst.BaseExpression) -> tuple[cst.ClassDef
     parent = ctx.parent(node)
     if isinstance(parent, cst.Arg) and parent.keyword is None:  # the string of torch.device("cuda")
         call = ctx.parent(parent)
-        if isinstance(call, cst.Call) and ctx.qualname(call.func) == "torch.device":
+        if isinstance(call, cst.Call) and ctx.qualname(call.func) == UseKind.TORCH_DEVICE.value:
             node, parent = call, ctx.parent(call)
     if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "default":
         maker = ctx.parent(parent)
@@ -484,8 +485,8 @@ def _field_default(ctx: Context, expr: cst.BaseExpression) -> tuple[cst.ClassDef
             (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
             .split(".")[-1] in _FIELD_CLASSES for d in cls.decorators):
         return None
-    fields = [_field_name(s) for s in cls.body.body if isinstance(s, cst.SimpleStatementLine)]
-    names = [f for f in fields if f is not None]
+    names = [name for s in cls.body.body if isinstance(s, cst.SimpleStatementLine)
+             for name in [_field_name(s)] if name is not None]
     target = _field_name(line) if isinstance(line, cst.SimpleStatementLine) else None
     if target is None:
         return None
@@ -499,7 +500,7 @@ def _field_name(line: cst.SimpleStatementLine) -> str | None:
         return stmt.target.value
     if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name) \
             and isinstance(stmt.value, cst.Call) and (dotted_name(stmt.value.func) or "").split(".")[-1] \
-            in ("ib", "attrib", "field"):
+            in _FIELD_MAKER_NAMES:
         return stmt.targets[0].target.value
     return None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -275,17 +275,24 @@ def _names_pretrained(expr: cst.CSTNode) -> bool:
     return any(isinstance(node, cst.Name) and _PRETRAINED.search(node.value) for node in walk(expr))
 
 
+def _if_arms(ctx: Context, node: cst.CSTNode, scope: cst.CSTNode,
+             stop: tuple[type[cst.CSTNode], ...] = ()) -> Iterator[tuple[cst.If, bool, cst.CSTNode | None]]:
+    """The ``if`` statements ``node`` is in an arm of, innermost first, up to ``scope`` (or a ``stop`` node):
+    each with whether ``node`` is in its body (else in its ``else`` / ``elif``) and its other arm (None: none)."""
+    child: cst.CSTNode = node
+    for anc in ctx.ancestors(node):
+        if anc is scope or isinstance(anc, stop):
+            return
+        if isinstance(anc, cst.If) and (child is anc.body or child is anc.orelse):
+            in_body = child is anc.body
+            yield anc, in_body, anc.orelse if in_body else anc.body
+        child = anc
+
+
 def _if_pretrained(ctx: Context, load: cst.Call, scope: cst.CSTNode) -> bool:
     """Does ``load`` run only when pretrained weights are asked for: in the body of an ``if`` (in the loading
     function) whose test reads a ``pretrain*`` name (``if self.pretrained:``, ``if args.pretrain == True:``)?"""
-    child: cst.CSTNode = load
-    for anc in ctx.ancestors(load):
-        if anc is scope:
-            return False
-        if isinstance(anc, cst.If) and child is anc.body and _names_pretrained(anc.test):
-            return True
-        child = anc
-    return False
+    return any(in_body and _names_pretrained(stmt.test) for stmt, in_body, _ in _if_arms(ctx, load, scope))
 
 
 def _origins(ctx: Context, expr: cst.BaseExpression, scope: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -334,17 +341,8 @@ def _local_copy(ctx: Context, load: cst.Call, arg: cst.BaseExpression, scope: cs
     ``torch.hub.load(...)``, ``load_pretrained_vgg16()``, ``vgg16(pretrained=True)``)? The path is then a
     local copy of those weights, for offline use."""
     path_names = _names_in(arg)
-    child: cst.CSTNode = load
-    for anc in ctx.ancestors(load):
-        if anc is scope:
-            return False
-        if isinstance(anc, cst.If) and (child is anc.body or child is anc.orelse):
-            other: cst.CSTNode | None = anc.orelse if child is anc.body else anc.body
-            if other is not None and _names_in(anc.test) & path_names \
-                    and any(_fetches_weights(n) for n in walk(other)):
-                return True
-        child = anc
-    return False
+    return any(other is not None and _names_in(stmt.test) & path_names and any(_fetches_weights(n) for n in walk(other))
+               for stmt, _, other in _if_arms(ctx, load, scope))
 
 
 def _fetches_weights(node: cst.CSTNode) -> bool:
@@ -404,11 +402,11 @@ def _root(expr: cst.BaseExpression) -> str | None:
 
 
 # torch.save written out, or imported by name: what a sibling file's checkpoints may be written with
+_TORCH_SAVE = re.compile(rb"\btorch\s*\.\s*save\s*\(|from\s+torch(?:\.serialization)?\s+import[^\n]*\bsave\b")
 # what writes a checkpoint: torch.save, and the trainers and hubs that call it for you
 _CHECKPOINT_WRITERS = re.compile(
-    rb"\btorch\s*\.\s*save\s*\(|from\s+torch(?:\.serialization)?\s+import[^\n]*\bsave\b|\bsave_checkpoint\s*\("
-    rb"|\bModelCheckpoint\s*\(|\.save_pretrained\s*\(|\.save_state\s*\(|\.save_model\s*\("
-    rb"|\b(?:xm|accelerator|fabric)\s*\.\s*save\s*\(")
+    _TORCH_SAVE.pattern + rb"|\bsave_checkpoint\s*\(|\bModelCheckpoint\s*\(|\.save_pretrained\s*\(|\.save_state\s*\("
+    rb"|\.save_model\s*\(|\b(?:xm|accelerator|fabric)\s*\.\s*save\s*\(")
 
 
 def _loads_others_checkpoints(ctx: Context) -> bool:
@@ -418,8 +416,6 @@ def _loads_others_checkpoints(ctx: Context) -> bool:
     project = ctx.project
     return project is not None and len(project.paths) > 1 and not project.any_file(_CHECKPOINT_WRITERS)
 
-
-_TORCH_SAVE = re.compile(rb"\btorch\s*\.\s*save\s*\(|from\s+torch(?:\.serialization)?\s+import[^\n]*\bsave\b")
 
 
 def _saves_cpu_state(ctx: Context) -> bool:
@@ -460,13 +456,11 @@ def _gpu_only_as_written(ctx: Context) -> bool:
     """Does the file put its work on CUDA with no fallback anywhere (a hard-coded ``.cuda()`` / ``"cuda"``
     that DEV001 reports, and no path without CUDA: the test DEV006 makes)? Such a program stops at its first
     CUDA use on a machine without one, before a checkpoint's location matters: DEV001 reports that."""
-    from devlint.rules.dev001_hardcoded_cuda import HardcodedCuda
     from devlint.rules.dev006_unguarded_cuda_call import device_agnostic
 
     if device_agnostic(ctx):
         return False
-    return next(iter(HardcodedCuda().check(ctx)), None) is not None or any(
-        _hardcoded_device_helper(ctx, call) for call in ctx.nodes(cst.Call))
+    return bool(_dev001_rows(ctx)) or any(_hardcoded_device_helper(ctx, call) for call in ctx.nodes(cst.Call))
 
 
 def _hardcoded_device_helper(ctx: Context, call: cst.Call) -> bool:
@@ -479,7 +473,7 @@ def _hardcoded_device_helper(ctx: Context, call: cst.Call) -> bool:
     name = (dotted_name(call.func) or "").rsplit(".", 1)[-1].lower()
     if "device" not in name and "gpu" not in name:
         return False
-    found = callee(ctx, call, only=lambda _path, _symbol: True)
+    found = callee(ctx, call)
     if found is None or found[0] is ctx or not isinstance(found[1], cst.FunctionDef):
         return False
     other, func = found
@@ -488,20 +482,16 @@ def _hardcoded_device_helper(ctx: Context, call: cst.Call) -> bool:
         for node in walk(func))
 
 
-def _other_arm_maps(ctx: Context, load: cst.Call, position: int) -> bool:
+def _other_arm_maps(ctx: Context, load: cst.Call) -> bool:
     """Is ``load`` one arm of an ``if`` that tests the device (its test names the CPU, CUDA or a GPU) whose
     other arm loads onto the CPU (``if cpu: torch.load(p, map_location="cpu") else: torch.load(p)``)? The code
     handles the machine without CUDA in the other arm: this one is its GPU path."""
-    child: cst.CSTNode = load
-    for anc in ctx.ancestors(load):
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
-            return False
-        if isinstance(anc, cst.If) and (child is anc.body or child is anc.orelse):
-            other = anc.orelse if child is anc.body else anc.body
-            return other is not None and _DEVICE_TEST.search(ctx.code(anc.test)) is not None \
-                and any(_maps_to_cpu(ctx, n) for n in walk(other))
-        child = anc
-    return False
+    innermost = next(_if_arms(ctx, load, _scope(ctx, load), stop=(cst.ClassDef, cst.Lambda)), None)
+    if innermost is None:
+        return False
+    stmt, _, other = innermost
+    return other is not None and _DEVICE_TEST.search(ctx.code(stmt.test)) is not None \
+        and any(_maps_to_cpu(ctx, n) for n in walk(other))
 
 
 # an if that chooses by the machine's device (`if cpu:`, `if args.gpu is None:`, `if not
@@ -847,7 +837,7 @@ only the changed cells' sources.
                 continue
             if loader != "torch.jit.load" and not _model_state(ctx, call):
                 continue  # data, a cache, metrics, scalar state: nothing a GPU run leaves on the GPU
-            if _after_cuda_crash(ctx, call) or _other_arm_maps(ctx, call, position):
+            if _after_cuda_crash(ctx, call) or _other_arm_maps(ctx, call):
                 continue
             if cpu_only is None:
                 cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) or _saves_cpu_state(ctx) \

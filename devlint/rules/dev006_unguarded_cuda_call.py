@@ -425,16 +425,15 @@ def _only_reported(ctx: Context, call: cst.Call) -> bool:
     torch.cuda.is_available()))``, ``logger.info(...)``, an f-string in one)? Such code chooses nothing."""
     node: cst.CSTNode = call
     for anc in ctx.ancestors(call):
-        if isinstance(anc, cst.Call) and anc is not call and node is not anc.func:
+        if isinstance(anc, cst.Call) and node is not anc.func:
             func = anc.func
             called = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "")
             if called not in _REPORTERS:
                 return False
             if called != "format":
                 return True
-        elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)) or not isinstance(
-                anc, (cst.Arg, cst.FormattedStringExpression, cst.FormattedString, cst.Attribute)):
-            return False
+        elif not isinstance(anc, (cst.Arg, cst.FormattedStringExpression, cst.FormattedString, cst.Attribute)):
+            return False  # a statement, an operator, an assignment: the answer is used
         node = anc
     return False
 
