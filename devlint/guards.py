@@ -58,6 +58,14 @@ def _both(a: Polarity, b: Polarity, conj: bool) -> Polarity:
     return a if a is b else Polarity.UNKNOWN
 
 
+class _Known(Exception):
+    """Not an error: an answer already known, carried out of callee()'s search (Guards._cuda_only_call)."""
+
+    def __init__(self, value: bool) -> None:
+        super().__init__()
+        self.value = value
+
+
 class Guards:
     """Answers "is this node only reached when an accelerator was checked for?"."""
 
@@ -438,11 +446,33 @@ class Guards:
             return backend is not None and (string_value(backend) or "").lower() == devices.NCCL
         if depth <= 0:
             return False
-        found = callee(self.ctx, call)
+        project = self.ctx.project
+        asked: list[tuple[str, ...]] = []
+
+        def only(path: str, symbol: str) -> bool:
+            """A function of another file: its answer is kept for the run (``Project.remember``), so that
+            the file is parsed once, not once per file that calls it."""
+            key = ("requires_cuda", path, symbol, str(depth - 1))
+            known, value = project.recall(key) if project is not None else (False, None)
+            if known:
+                raise _Known(bool(value))
+            asked.append(key)
+            return True
+
+        try:
+            found = callee(self.ctx, call, only)
+        except _Known as known:
+            return known.value
         if found is None:
             return False
         other_ctx, func = found
-        return isinstance(func, cst.FunctionDef) and guards(other_ctx).requires_cuda(func, depth - 1)
+
+        def answer() -> bool:
+            return isinstance(func, cst.FunctionDef) and guards(other_ctx).requires_cuda(func, depth - 1)
+
+        if project is None or not asked or other_ctx is self.ctx:
+            return answer()
+        return project.remember(asked[-1], answer, asked[-1][1])
 
     def requires_cuda(self, func: cst.FunctionDef, depth: int = 2) -> bool:
         """Does ``func`` return only when CUDA is available (it exits or raises otherwise), or set up a

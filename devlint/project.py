@@ -18,7 +18,7 @@ import re
 import stat
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from devlint.context import Context, dotted_name
 from devlint.lazy import LazyModule
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     import libcst as cst
 else:
     cst = LazyModule("libcst", globals(), "cst")
+
+T = TypeVar("T")
 
 Definition = tuple[Context, "cst.FunctionDef | cst.ClassDef"]
 
@@ -61,6 +63,8 @@ class Project:
         self._evicted: list[Context] = []  # dropped from the cache while a file was linted
         self._names_asked = 0
         self._called: dict[bytes, tuple[str, ...]] | None = None  # name -> the files that call it (_call_index)
+        self._reachable: dict[str, frozenset[str] | None] = {}  # path -> names its calls may resolve to elsewhere
+        self._answers: dict[tuple[str, ...], tuple[object, frozenset[str]]] = {}  # remember(): answer, its files
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -270,6 +274,30 @@ class Project:
             return None
         return find_definition(ctx, symbol)
 
+    # --- answers about other files, kept for the run ----------------------------------------------------
+    def recall(self, key: tuple[str, ...]) -> tuple[bool, object]:
+        """(True, the answer) when :meth:`remember` holds one for ``key``, its files recorded as consulted
+        again (the asking file's result rests on them too); else (False, None)."""
+        held = self._answers.get(key)
+        if held is None:
+            return False, None
+        self.consulted.update(held[1])
+        return True, held[0]
+
+    def remember(self, key: tuple[str, ...], compute: Callable[[], T], path: str) -> T:
+        """``compute()``, an answer about ``path`` (a file whose syntax tree the bounded cache may drop) that
+        holds for the whole run: kept with ``path`` and every file consulted while computing it, so that a
+        later file asking the same (:meth:`recall`) neither parses them again nor loses them as dependencies."""
+        outer = self.consulted
+        self.consulted = set()
+        try:
+            value = compute()
+        finally:
+            deps = self.consulted | {path}
+            self.consulted = outer | deps
+        self._answers[key] = (value, frozenset(deps))
+        return value
+
     # --- the pre-filter's view of another file ----------------------------------------------------------
     def function_evidence(self, path: str, symbol: str) -> bool:
         """Does function ``symbol`` of ``path`` hold grad/device evidence, or call the project (the ``ast``
@@ -391,6 +419,9 @@ class Project:
         # the parsed files are held by the bounded context cache only (a list of calls would keep them all)
         found: list[tuple[Context, cst.Call]] = []
         for path in files:
+            if path != home and not self._may_call_elsewhere(path, name):
+                self.consulted.add(path)  # (as if parsed: the answer rests on what it holds)
+                continue  # none of its calls of the name can resolve to another file: not worth a LibCST parse
             ctx = self.context(path)
             if ctx is None:
                 continue
@@ -421,6 +452,17 @@ class Project:
                 files.append(p)
         return None if len(files) > self.MAX_CALLER_FILES else files
 
+    def _may_call_elsewhere(self, path: str, name: str) -> bool:
+        """May a call of ``name`` in ``path`` resolve (:func:`callee`) to a definition in another file? Only a
+        call whose dotted root is imported in the file (``name(...)`` imported, ``mod.name(...)``,
+        ``Class.name(...)``) or is ``self`` / ``cls`` (a method inherited from a base) can: :meth:`resolve`
+        reads any other root as the file's own. Over CPython's ``ast`` (cached per file: the names only); a
+        file it cannot parse may."""
+        if path not in self._reachable:
+            self._reachable[path] = _calls_resolving_elsewhere(self.read(path))
+        names = self._reachable[path]
+        return names is None or name in names
+
     def _call_index(self) -> dict[bytes, tuple[str, ...]]:
         """Every name called in the run's files (``name(`` / ``x.name (``, as :meth:`_files_calling`'s pattern
         finds it) -> the files that call it, in the run's order (built once, when many names are asked:
@@ -437,6 +479,33 @@ class Project:
 
 # a called name: what `\bNAME\s*\(` finds (an identifier not preceded by a word character, then a parenthesis)
 _CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
+
+
+def _calls_resolving_elsewhere(data: bytes | None) -> frozenset[str] | None:
+    """The names called in the file through an imported root or ``self`` / ``cls`` (``f(...)`` with ``f``
+    imported, ``mod.f(...)``, ``self.f(...)``); None when CPython cannot parse it (LibCST may). Every import of
+    the file counts, at any depth (an over-approximation of the aliases LibCST's scopes give)."""
+    import ast
+
+    from devlint import screen
+
+    if data is None:
+        return frozenset()
+    tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    if tree is None:
+        return None
+    imported = {"self", "cls"}
+    roots: list[tuple[str, str]] = []
+    for node in screen.walk(tree):
+        if isinstance(node, ast.Call):
+            dotted = screen.dotted(node.func)
+            if dotted is not None:
+                roots.append((dotted.partition(".")[0], dotted.rpartition(".")[2]))
+        elif isinstance(node, ast.Import):
+            imported.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.update(a.asname or a.name for a in node.names)
+    return frozenset(name for root, name in roots if root in imported)
 
 
 def _regular_file(path: str, flags: int) -> int:

@@ -114,6 +114,15 @@ def _passes(code: str, source: str) -> bool:
     ("import torch\nif torch.cuda.is_available():\n    def f():\n        torch.cuda.synchronize()\n", True),
     ("import torch\nif torch.cuda.is_available():\n    f = lambda: torch.cuda.synchronize()\n", True),
     ("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\ntorch.cuda.synchronize()\n", True),
+    # a file with no fallback anywhere (no availability query, no "cpu" / "mps", no command-line option) is
+    # GPU-only as written: DEV006 reports nothing in it
+    ("import torch\ntorch.cuda.synchronize()\n", False),
+    ("import torch\ndef f():\n    torch.cuda.synchronize()\n    return torch.cuda.get_device_name()\n", False),
+    ("import torch\ndevice = 'cpu'\ntorch.cuda.synchronize()\n", True),
+    ("import torch\ndef f(x):\n    if x.device.type != 'mps':\n        torch.cuda.synchronize()\n", True),
+    ("import torch as T\nfrom torch.cuda import device_count as n\nk = n()\nT.cuda.synchronize()\n", True),
+    ("import argparse, torch\np = argparse.ArgumentParser()\np.add_argument('--no-cuda', action='store_true')\n"
+     "torch.cuda.synchronize()\n", True),
 ])
 def test_dev006_screen_leaves_out_calls_under_an_availability_check(source, expected):
     assert _passes("DEV006", source) is expected
@@ -128,9 +137,23 @@ def test_dev006_screen_leaves_out_calls_under_an_availability_check(source, expe
     ("import numpy as np\nimport torch\ndef f(x):\n    if x.device.type == 'mps':\n        return x.double()\n", False),
     ("import numpy as np\nimport torch\nx = torch.from_numpy(np.zeros(3)).to('mps')\n", True),
     ("import torch\ndevice = 'mps'\nx = torch.zeros(3, dtype=torch.float64, device=device)\n", True),
+    # nor is a string in a tuple, a dict key, another call's argument or a return value
+    ("import torch\nx = torch.zeros(3, dtype=torch.float64)\nif x.device.type in ('mps', 'cuda'):\n    pass\n",
+     False),
+    ("import torch\nSUPPORTED = {'mps': torch.float32}\nx = torch.zeros(3, dtype=torch.float64)\n", False),
+    ("import torch\ndef backend():\n    return 'mps'\nx = torch.zeros(3, dtype=torch.float64, device=backend())\n",
+     False),
+    ("import torch\nlog('mps')\nx = torch.zeros(3, dtype=torch.double)\n", False),
+    # a device position through a conditional expression and torch.device(...)
+    ("import torch\nx = torch.ones(2, dtype=torch.float64, device=torch.device('mps' if ok else 'cpu'))\n", True),
+    ("import torch\nx = torch.ones(2).double().to(torch.device('mps'))\n", True),
+    ("import torch\nx = torch.ones(2).to('mps', torch.float64)\n", True),
+    ("import torch\nd: str = 'mps'\nx = torch.ones(2).double().to(d)\n", True),
 ])
 def test_dev007_screen_needs_an_mps_device_string(source, expected):
     assert _passes("DEV007", source) is expected
+    for variant in _variants(source):
+        assert hidden_findings(variant) == [], variant
 
 
 _MODULE = """\

@@ -76,3 +76,65 @@ def test_call_index_finds_the_files_a_scan_finds(tmp_path):
     assert indexed._called is not None and scanned._called is None  # each took its own path
     # a.py's method call, d.py's self.run(), e.py's text in a string; not b.py (a backslash is no space)
     assert [p.rsplit("/", 1)[-1] for p in indexed._files_calling("run", (), None)] == ["a.py", "d.py", "e.py"]
+
+
+def test_callers_that_cannot_reach_the_function_are_not_parsed(tmp_path):
+    """call_sites() parses only the files whose calls of the name may resolve to another file (an imported
+    root, ``self`` / ``cls``); a file that calls its own ``setup`` is read as consulted, not parsed, and the
+    sites found are the same."""
+    import libcst as cst
+
+    from devlint.project import Project, call_sites
+
+    texts = {
+        "helper.py": "def setup():\n    pass\n",
+        "a.py": "from helper import setup\nsetup()\n",
+        "b.py": "def setup():\n    pass\nsetup()\nhelper = 1\nhelper.setup()\n",  # helper: not imported here
+        "c.py": "import helper\nhelper.setup()\n",
+        "d.py": "from helper import *\nsetup()\n",  # a star import binds no name LibCST's scopes resolve
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    project = Project([str(tmp_path / n) for n in texts])
+    home = project.context(str(tmp_path / "helper.py"))
+    assert home is not None
+    func = next(iter(home.nodes(cst.FunctionDef)))
+    sites = call_sites(home, func)
+    assert sites is not None
+    assert sorted(c.path.rsplit("/", 1)[-1] for c, _ in sites) == ["a.py", "c.py"]
+    parsed = {p.rsplit("/", 1)[-1] for p in project._contexts}
+    assert parsed == {"helper.py", "a.py", "c.py"}
+    assert {p.rsplit("/", 1)[-1] for p in project.consulted} >= {"b.py", "d.py"}
+
+
+def test_a_function_that_requires_cuda_is_read_once_per_run(tmp_path, monkeypatch):
+    """Guards remember "setup() returns only with CUDA" for the run: the helper is parsed once however many
+    files call it and however small the cache of parsed files is, and each caller's result still depends on
+    it (the results cache's deps)."""
+    from devlint.project import Project
+
+    (tmp_path / "helper.py").write_text(HELPER)
+    files = []
+    for i in range(3):
+        (tmp_path / f"main{i}.py").write_text(MAIN.format(i=""))
+        files.append(str(tmp_path / f"main{i}.py"))
+    parsed: list[str] = []
+    real_parse = Project._parse
+
+    def counting(self, path):
+        parsed.append(path.rsplit("/", 1)[-1])
+        return real_parse(self, path)
+
+    monkeypatch.setattr(Project, "_parse", counting)
+    monkeypatch.setattr(runner, "_PROJECT", None)
+    runner._init_worker([*files, str(tmp_path / "helper.py")])
+    monkeypatch.setattr(runner._PROJECT, "MAX_CONTEXTS", 1)  # each file linted drops the helper's tree
+    try:
+        options = runner.Options(select=set(all_rules()))
+        for path in files:
+            result = runner.process_file(path, Config(root=tmp_path), options)
+            assert [f.code for f in result.findings] == ["DEV002"], result.findings
+            assert str(tmp_path / "helper.py") in result.deps
+        assert parsed.count("helper.py") == 1, parsed
+    finally:
+        runner._PROJECT = None

@@ -3,6 +3,7 @@ machine without CUDA, in code that is otherwise meant to run there."""
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
 from devlint.rules.fixes import torch_name
 from devlint.screen import AstIndex
+from devlint.screen import walk as ast_walk
 from devlint.source import split_lines
 
 if TYPE_CHECKING:
@@ -260,7 +262,7 @@ cell's source is rewritten).
         if not calls:
             return False
         guarded = index.availability_guarded()  # guards.py reports none of these
-        return any(id(call) not in guarded for call in calls)
+        return any(id(call) not in guarded for call in calls) and _screen_agnostic(index)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
@@ -391,6 +393,19 @@ def _device_agnostic(ctx: Context) -> bool:
         if use is not None and use.kind.loose:
             return True
     return any(_gpu_opt_in(name, option) for name, option in command_line_options(ctx).items())
+
+
+def _screen_agnostic(index: AstIndex) -> bool:
+    """:func:`device_agnostic` over CPython's ``ast``, saying "maybe" wherever it could say yes: a call of an
+    availability query (however it is used), a string that holds "cpu" or "mps" anywhere (a literal of
+    :func:`_device_agnostic`'s is one part of such a string: implicit concatenation joins parts in ``ast``), or
+    any ``add_argument`` call (an option that makes the GPU optional)."""
+    if any(not index.qualnames(call.func).isdisjoint(_QUERIES) or (
+            isinstance(call.func, ast.Attribute) and call.func.attr == devices.ARGPARSE_METHOD)
+           for call in index.calls):
+        return True
+    return any(isinstance(node, ast.Constant) and isinstance(node.value, str)
+               and any(device in node.value for device in _OTHER_DEVICES) for node in ast_walk(index.tree))
 
 
 def _asks_availability(ctx: Context, call: cst.Call) -> bool:

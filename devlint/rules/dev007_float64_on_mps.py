@@ -201,24 +201,25 @@ early cell counts for the cells after it. The finding names its cell (`nb.ipynb:
     )
 
     def screen(self, index: AstIndex) -> bool:
-        """The file imports torch, has an mps device string (every finding's device comes from one; a string
-        compared with something is not one) and a source of float64: a name of the dtype (``float64``,
-        ``double``, ``.double()``, ``set_default_dtype``) or NumPy (whose float arrays are float64)."""
+        """The file imports torch, has an mps device string where :meth:`_Judge._device_types` can read it as a
+        device (every finding's device comes from one: see :func:`_screen_device_position`) and a source of
+        float64: a name of the dtype (``float64``, ``double``, ``.double()``, ``set_default_dtype``) or NumPy
+        (whose float arrays are float64)."""
         if not index.imports_torch:
             return False
-        mps = False
         float64 = any(m == "numpy" or m.startswith("numpy.") for m in index.imported_modules)
-        compared: set[int] = set()  # operands of a comparison (``device.type == "mps"``): a bool, not a device
+        strings: list[ast.Constant] = []  # the mps strings (rare: their positions are read only when found)
         for node in walk(index.tree):
-            if isinstance(node, ast.Compare):
-                compared.update(map(id, (node.left, *node.comparators)))
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                mps = mps or (devices.is_mps_device(node.value) and id(node) not in compared)
-            elif isinstance(node, (ast.Attribute, ast.Name)):
-                float64 = float64 or (node.attr if isinstance(node, ast.Attribute) else node.id) in _FLOAT64_NAMES
-            if mps and float64:
-                return True
-        return False
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if node.value.startswith(devices.MPS_DEVICE) and devices.is_mps_device(node.value):
+                    strings.append(node)
+            elif not float64 and isinstance(node, (ast.Attribute, ast.Name)):
+                float64 = (node.attr if isinstance(node, ast.Attribute) else node.id) in _FLOAT64_NAMES
+        if not strings or not float64:
+            return False
+        parents: dict[int, ast.AST] = {id(child): parent for parent in walk(index.tree)
+                                       if isinstance(parent, _PARENTS) for child in ast.iter_child_nodes(parent)}
+        return any(_screen_device_position(node, parents) for node in strings)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
@@ -234,6 +235,31 @@ early cell counts for the cells after it. The finding names its cell (`nb.ipynb:
             if any(other is not call and any(a is call for a in ctx.ancestors(other)) for other in found):
                 continue
             yield self.finding(ctx, call, message, fix, Float64Evidence(kind))
+
+
+# The nodes whose children a string's device position depends on (:func:`_screen_device_position`)
+_PARENTS = (ast.IfExp, ast.Call, ast.keyword, ast.Assign, ast.AnnAssign)
+
+
+def _screen_device_position(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    """May :meth:`_Judge._device_types` read this string as a device? It reads a string only as a value of
+    ``device=``, an argument of ``.to(...)`` or the value of an assignment (a name it follows), through the arms
+    of a conditional expression and ``torch.device(...)``'s first argument. A string anywhere else (compared,
+    in a tuple, a dict key, another call's argument, returned) is not a device a finding can come from.
+    ``parents`` holds the parent of each child of the nodes in ``_PARENTS``."""
+    child: ast.AST = node
+    parent = parents.get(id(child))
+    while (isinstance(parent, ast.IfExp) and child is not parent.test) or (
+            isinstance(parent, ast.Call) and parent.args and parent.args[0] is child
+            and (parent.func.attr if isinstance(parent.func, ast.Attribute)
+                 else getattr(parent.func, "id", None)) == "device"):
+        child, parent = parent, parents.get(id(parent))
+    if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+        return parent.value is child
+    if isinstance(parent, ast.keyword):
+        return parent.arg == devices.DEVICE_KEYWORD
+    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) \
+        and parent.func.attr == devices.MOVE_METHOD and child in parent.args
 
 
 class _Judge:
