@@ -156,6 +156,36 @@ def test_dev007_screen_needs_an_mps_device_string(source, expected):
         assert hidden_findings(variant) == [], variant
 
 
+@pytest.mark.parametrize("source, expected", [
+    # every DEV005 finding loads model state: handed to load_state_dict, used as a module, a model-state item,
+    # a value a loader function returns (its callers decide), or a TorchScript module
+    ("import torch\nvocab = torch.load('vocab.pt')\nprint(len(vocab))\n", False),
+    ("import torch\ndef speakers(path):\n    for k, v in torch.load(path, weights_only=True).items():\n"
+     "        print(k, v)\n", False),
+    ("import torch\nstats = torch.load('stats.pt', map_location=None)\nmean = stats['mean']\n", False),
+    ("import torch\nnet.load_state_dict(torch.load('net.pt'))\n", True),
+    ("import torch\nckpt = torch.load('c.pt')\nweights = ckpt['state_dict']\n", True),
+    ("import torch\nmodel = torch.load('m.pt')\nout = model(x)\n", True),
+    ("import torch\nmodel = torch.load('m.pt')\nmodel.eval()\n", True),
+    ("import torch\ndef restore(path):\n    return torch.load(path)\n", True),
+    ("import torch\ndef restore(self, path):\n    self.net = torch.load(path)\n    self.net(x)\n", True),
+    ("import torch\nscripted = torch.jit.load('m.pt')\n", True),
+])
+def test_dev005_screen_needs_model_state(source, expected):
+    assert _passes("DEV005", source) is expected
+    for variant in _variants(source):
+        assert hidden_findings(variant) == [], variant
+
+
+def test_dev005_screen_leaves_out_test_modules():
+    source = b"import torch\nnet.load_state_dict(torch.load('net.pt'))\n"
+    rules = select_rules({"DEV005"})
+    assert [r.code for r in applicable(source, rules, path="pkg/train.py")] == ["DEV005"]
+    assert applicable(source, rules, path="pkg/tests/helpers.py") == []
+    assert applicable(source, rules, path="pkg/test_train.py") == []
+    assert [f.code for f in lint_text(source.decode(), "pkg/test_train.py", rules).findings] == []
+
+
 _MODULE = """\
 import torch
 from torch import nn

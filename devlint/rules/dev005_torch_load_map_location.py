@@ -17,7 +17,8 @@ from devlint.guards import guards, walk
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, insert_after, replace_token
 from devlint.rules.fixes import preferred_quote, quote_at
-from devlint.screen import AstIndex
+from devlint.screen import AstIndex, Scope, dotted
+from devlint.screen import walk as screen_walk
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -77,6 +78,41 @@ def _ast_omits_map_location(call: ast.Call, position: int) -> bool:
     if len(call.args) > position:
         given.append(call.args[position])
     return all(isinstance(v, ast.Constant) and v.value is None for v in given)
+
+
+def _all_scopes(scope: Scope) -> Iterator[Scope]:
+    """The scopes defined in ``scope``, at any depth."""
+    for child in scope.children:
+        yield child
+        yield from _all_scopes(child)
+
+
+def _screen_model_state(tree: ast.Module, scope: ast.AST) -> bool:
+    """:func:`_model_state` over CPython's ``ast``, saying "maybe" wherever it could say yes: in the function
+    the load runs in (``scope``; the module for a load outside every function, or in a class body), a
+    ``load_state_dict`` call, a module-only method (``.eval()``, ``.parameters()``), an item under a
+    model-state key (``ckpt["state_dict"]``), a call of a name the code binds (``model = torch.load(p)`` then
+    ``model(x)``), or a ``return`` with a value (a loader function whose callers the rule follows)."""
+    function = isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+    nodes = list(screen_walk(scope if function else tree))
+    bound = {dotted(n) for n in nodes if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store)}
+    bound |= {dotted(n.value) for n in nodes if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)}
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else (dotted(func) or "").split(".")[-1]
+            if name.endswith(devices.STATE_LOADER) or (isinstance(func, ast.Attribute)
+                                                       and name in devices.MODULE_ONLY_METHODS):
+                return True
+            if isinstance(func, (ast.Name, ast.Attribute)) and dotted(func) in bound:
+                return True
+        elif isinstance(node, ast.Subscript):
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.lower() in _STATE_KEYS:
+                return True
+        elif function and isinstance(node, ast.Return) and node.value is not None:
+            return True
+    return False
 
 
 def _scope(ctx: Context, node: cst.CSTNode) -> cst.CSTNode:
@@ -813,12 +849,23 @@ only the changed cells' sources.
     )
 
     def screen(self, index: AstIndex) -> bool:
-        if not index.imports_torch:
+        """A load that passes no ``map_location`` in a file that is not a test module, of a module
+        (``torch.jit.load``) or in code that may use the loaded value as model state
+        (:func:`_screen_model_state`)."""
+        if not index.imports_torch or (index.path is not None and _test_code(index.path)):
             return False
+        scopes: dict[int, ast.AST] | None = None
         for call in index.calls:
             for qualname in index.qualnames(call.func):
                 position = devices.CHECKPOINT_LOADERS.get(qualname or "")
-                if position is not None and _ast_omits_map_location(call, position):
+                if position is None or not _ast_omits_map_location(call, position):
+                    continue
+                if qualname == "torch.jit.load":
+                    return True
+                if scopes is None:
+                    scopes = {id(c): scope.node for scope in (index.module_scope, *_all_scopes(index.module_scope))
+                              for c in scope.calls if scope.node is not None}
+                if _screen_model_state(index.tree, scopes.get(id(call), index.tree)):
                     return True
         return False
 
