@@ -391,6 +391,26 @@ CHECKPOINT_LOADERS = {"torch.load": 1, "torch.serialization.load": 1, "torch.jit
 # What makes a loaded value model state (tensors a GPU run leaves on the GPU): it is handed to a
 # ``load_state_dict`` (of a module, an optimizer, a scheduler), or used as a module (called, or one of these
 # methods of torch.nn.Module that a tensor does not have).
+# torch.nn modules that hold no parameter, buffer or submodule when built with constant arguments: their
+# .cuda() / .to("cuda") moves nothing and does not touch CUDA (each built and moved on torch 2.13.0+cpu:
+# tests/test_devicestr.py). A tensor argument (``weight=w``, ``pos_weight=p``) is a buffer, and is not constant.
+PARAMETERLESS_MODULES = frozenset(f"torch.nn.{name}" for name in (
+    # losses (torch.nn.modules.loss)
+    "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
+    "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss", "SoftMarginLoss", "CrossEntropyLoss",
+    "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss",
+    "CTCLoss",
+    # activations without parameters (not PReLU, not MultiheadAttention)
+    "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh", "Softmax",
+    "LogSoftmax", "Softmin", "Softplus", "Softsign", "Tanhshrink", "Hardtanh", "Hardsigmoid", "Hardswish",
+    "Hardshrink", "Softshrink", "Threshold", "LogSigmoid", "GLU", "Softmax2d",
+    # shape, dropout, pooling
+    "Identity", "Flatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "CosineSimilarity",
+    "PairwiseDistance",
+))
 STATE_LOADER = "load_state_dict"
 MODULE_ONLY_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "buffers", "modules",
                                  "named_modules", "children", "forward", "state_dict", "zero_grad"})

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from devlint import devices
 from devlint.analysis import command_line_option, device_uses, parameter_used_as_device
-from devlint.bindings import device_name_at
+from devlint.bindings import bindings, device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
@@ -98,8 +98,12 @@ that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") i
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
 overrides (or that the function only compares or hands to a torch query; a dataclass or attrs field's default,
 `device: torch.device = attr.ib(default=torch.device("cuda"))`, that every construction of its class
-passes), and `device=` keywords of other libraries (DALI's `device="gpu"`). Files that never import torch are
-not checked.
+passes), `device=` keywords of other libraries (DALI's `device="gpu"`), and `.cuda()` of a module that holds
+nothing to move — torch's losses, parameter-free activations, dropout and pooling built with constant
+arguments (`nn.CrossEntropyLoss().cuda()`, `criterion = nn.MSELoss()` then `criterion.cuda()`; not
+`nn.CrossEntropyLoss(weight=w)`, whose weight is a buffer, nor `nn.PReLU()`), and the project's module classes
+with no parameters, buffers or submodules: on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA.
+Files that never import torch are not checked.
 
 What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
 body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant
@@ -549,9 +553,18 @@ def _is_target(ctx: Context, name: cst.Name) -> bool:
 
 def _parameterless_module(ctx: Context, receiver: cst.BaseExpression) -> bool:
     """``Loss().cuda()`` where ``Loss`` is a module class of the project with no parameters, buffers or
-    submodules: ``Module.cuda()`` then moves nothing and does not touch CUDA (checked on torch 2.13 CPU)."""
+    submodules, or torch's own (``nn.CrossEntropyLoss()``, ``nn.ReLU()``: devices.PARAMETERLESS_MODULES, built
+    with constant arguments only, also through a name every binding of which is one): ``Module.cuda()`` then
+    moves nothing and does not touch CUDA (checked on torch 2.13 CPU)."""
+    if isinstance(receiver, cst.Name):
+        scope = bindings(ctx).resolve(receiver, receiver.value)
+        bound = scope.bindings.get(receiver.value, []) if scope is not None else []
+        return bool(bound) and all(isinstance(b.node, (cst.Assign, cst.AnnAssign)) and b.value is not None
+                                   and _torch_parameterless(ctx, b.value) for b in bound)
     if not isinstance(receiver, cst.Call):
         return False
+    if _torch_parameterless(ctx, receiver):
+        return True
     found = callee(ctx, receiver)
     if found is None or not isinstance(found[1], cst.ClassDef):
         return False
@@ -561,6 +574,21 @@ def _parameterless_module(ctx: Context, receiver: cst.BaseExpression) -> bool:
         return False  # only a direct nn.Module subclass: a base of the project may hold parameters
     return not any(_may_hold_parameters(cls_ctx, call, cls) for call in cls_ctx.nodes(cst.Call)
                    if any(a is cls for a in cls_ctx.ancestors(call)))
+
+
+def _torch_parameterless(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """``nn.CrossEntropyLoss()``, ``nn.Dropout(0.1)``: a torch module that holds no parameter or buffer when
+    every argument is a constant (a tensor argument, ``weight=w``, is a buffer to move)."""
+    if not isinstance(expr, cst.Call) or ctx.qualname(expr.func) not in devices.PARAMETERLESS_MODULES:
+        return False
+    return all(a.star == "" and _constant_arg(a.value) for a in expr.args)
+
+
+def _constant_arg(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"))
 
 
 def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> bool:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.bindings import device_name_at
-from devlint.context import Context, dotted_name, string_value
+from devlint.context import Context, children, dotted_name, string_value
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
 from devlint.guards import guards, walk
 from devlint.lazy import LazyModule
@@ -549,12 +549,11 @@ def _maps_to_cpu(ctx: Context, node: cst.CSTNode) -> bool:
 
 
 def _after_cuda_crash(ctx: Context, load: cst.Call) -> bool:
-    """Does every path to ``load`` in its function first run a hard-coded CUDA use DEV001 reports (``criterion
-    = nn.CrossEntropyLoss().cuda()``, or an ``if`` whose every arm moves the model with ``.cuda()``)? Without
-    CUDA the program stops there, before the load: DEV001's finding is the one to fix."""
+    """Does every path to ``load`` in its function first stop a run without CUDA: a hard-coded CUDA use DEV001
+    reports (``criterion = DataParallel(model).cuda()``), a ``.cuda()`` move DEV001 reads as GPU-only by design,
+    ``torch.cuda.set_device(...)``, or an ``if`` whose every arm does one of these or raises? Without CUDA the
+    program stops there, before the load: DEV001's finding (or the design) is what stands in its way."""
     rows = _dev001_rows(ctx)
-    if not rows:
-        return False
     scope = _scope(ctx, load)
     child: cst.CSTNode = load
     for anc in ctx.ancestors(load):
@@ -568,22 +567,49 @@ def _after_cuda_crash(ctx: Context, load: cst.Call) -> bool:
     return False
 
 
-def _crashes(ctx: Context, statement: cst.CSTNode, rows: frozenset[int]) -> bool:
-    """Does ``statement`` run a reported CUDA use on every path through it: a simple statement on a reported
-    line, an ``if`` with an ``else`` whose every arm does, a ``with`` whose body does?"""
+def _crashes(ctx: Context, statement: cst.CSTNode, rows: frozenset[int], arm: bool = False) -> bool:
+    """Does ``statement`` stop a run without CUDA on every path through it: a simple statement on a line DEV001
+    reports, one that moves something with ``.cuda()`` (not a module with nothing to move) or calls
+    ``torch.cuda.set_device`` (it raises without CUDA on torch 2.13.0+cpu), an ``if`` with an ``else`` whose
+    every arm does (an arm may also end by raising: ``raise NotImplementedError(...)``), a ``with`` whose body
+    does?"""
     if isinstance(statement, cst.SimpleStatementLine):
         start, end = ctx.range(statement).start.line, ctx.range(statement).end.line
-        return any(ctx.position(line, 0)[0] in rows for line in range(start, end + 1))
+        if any(ctx.position(line, 0)[0] in rows for line in range(start, end + 1)):
+            return True
+        return any((arm and isinstance(small, cst.Raise)) or any(
+            isinstance(node, cst.Call) and _cuda_move(ctx, node) for node in _descendants(small))
+            for small in statement.body)
     if isinstance(statement, cst.With):
-        return any(_crashes(ctx, s, rows) for s in statement.body.body)
+        return any(_crashes(ctx, s, rows, arm) for s in statement.body.body)
     if isinstance(statement, cst.If):
         orelse = statement.orelse
-        if orelse is None or not any(_crashes(ctx, s, rows) for s in statement.body.body):
+        if orelse is None or not any(_crashes(ctx, s, rows, True) for s in statement.body.body):
             return False
         if isinstance(orelse, cst.If):
-            return _crashes(ctx, orelse, rows)
-        return any(_crashes(ctx, s, rows) for s in orelse.body.body)
+            return _crashes(ctx, orelse, rows, True)
+        return any(_crashes(ctx, s, rows, True) for s in orelse.body.body)
     return False
+
+
+def _descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(children(node))
+
+
+def _cuda_move(ctx: Context, call: cst.Call) -> bool:
+    """``x.cuda()`` / ``x.cuda(gpu)`` of something that holds tensors, or ``torch.cuda.set_device(...)``: each
+    raises without CUDA."""
+    from devlint.rules.dev001_hardcoded_cuda import _parameterless_module
+
+    if ctx.qualname(call.func) in devices.CUDA_ONLY_CALLS:
+        return True
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == devices.CUDA_METHOD \
+        and ctx.qualname(func) is None and not _parameterless_module(ctx, func.value)
 
 
 def _dev001_rows(ctx: Context) -> frozenset[int]:
@@ -697,11 +723,14 @@ Not reported:
   comes from a device helper of another file of the project (a function named for the device or the GPU,
   `helper.get_device(args)`) that builds it from a `"cuda"` string in a file with no fallback
   (`gpu_string = "cuda:" + ids`);
-- a load that every path of its function reaches through a hard-coded CUDA use DEV001 reports: a statement
-  before it (`criterion = nn.CrossEntropyLoss().cuda()`), or an `if` before it whose every arm, `else`
-  included, has one (`model.cuda()` when distributed, `DataParallel(model).cuda()` otherwise). Without CUDA
-  the program stops there first; after DEV001's fix (`--fix` runs until nothing changes) the load is
-  reported and fixed too;
+- a load that every path of its function reaches through something that stops a run without CUDA: a
+  hard-coded CUDA use DEV001 reports, a `.cuda()` move DEV001 reads as GPU-only by design (after
+  `torch.cuda.set_device`, in a NCCL flow) or `torch.cuda.set_device(...)` itself (it raises without CUDA), in
+  a statement before it (`model = DataParallel(model).cuda()`) or in every arm of an `if` before it, `else`
+  included (`model.cuda()` when distributed, `DataParallel(model).cuda()` otherwise; an arm may also end by
+  raising, `raise NotImplementedError(...)`). The `.cuda()` of a module with nothing to move
+  (`nn.CrossEntropyLoss().cuda()`) stops nothing. Without CUDA the program stops there first; after DEV001's
+  fix (`--fix` runs until nothing changes) the load is reported and fixed too;
 - `pickle.load`, `np.load`, `json.load`, `safetensors` loaders (they take a device of their own), a method
   `.load(...)` of any other object, and files that never import torch.
 '''
