@@ -38,6 +38,9 @@ MODULE_KEEP = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", 
                          "requires_grad_", "share_memory", "apply", "zero_grad"})
 FACTORIES = devices.FACTORIES
 NO_GRAD_CONTEXTS = devices.NO_GRAD_CONTEXTS
+# torch.set_grad_enabled and its aliases (a statement of its own turns autograd off or on from there on)
+_GRAD_SETTERS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
+                           "torch.autograd.grad_mode.set_grad_enabled"})
 MODULE_ROOTS = devices.MODULE_ROOTS
 MODULE_FACTORIES_SUFFIX = devices.MODULE_FACTORIES_SUFFIX
 
@@ -201,14 +204,46 @@ class Provenance:
         self._current: cst.FunctionDef | None = None
         self._cpu_path = 0  # inside the no-accelerator branch of a device check
         self._numpy_functions = self._with_numpy()
+        self.grad_off = self._grad_off_at()
         _BUILDING.add(id(ctx))
         try:
             self.module_env: Env = {}
-            self.module_env = self._exec(ctx.module.body, {}, False)
+            body = ctx.module.body
+            if self.grad_off is None:
+                self.module_env = self._exec(body, {}, False)
+            else:
+                self.module_env = self._exec(body[:self.grad_off], {}, False)
+                self.module_env = self._exec(body[self.grad_off:], self.module_env, True)
             for func in self._numpy_functions:
                 self._ensure(func)
         finally:
             _BUILDING.discard(id(ctx))
+
+    def _grad_off_at(self) -> int | None:
+        """The index of the module's top-level ``torch.set_grad_enabled(False)`` statement (a script that turns
+        autograd off for its whole run: what follows it at the top level, and every function, which runs after
+        the module's top level has, makes no graph), unless the file turns grad on anywhere
+        (``set_grad_enabled(True)`` or another value, ``torch.enable_grad``)."""
+        ctx = self.ctx
+        off: int | None = None
+        for i, stmt in enumerate(ctx.module.body):
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if off is None and isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                    and ctx.qualname(small.value.func) in _GRAD_SETTERS and self._no_grad_expr_of(small.value):
+                off = i
+        if off is None:
+            return None
+        for call in ctx.nodes(cst.Call):
+            qn = ctx.qualname(call.func)
+            if qn == "torch.enable_grad" or (qn in _GRAD_SETTERS and not self._no_grad_expr_of(call)):
+                return None
+        return off
+
+    @staticmethod
+    def _no_grad_expr_of(call: cst.Call) -> bool:
+        """``set_grad_enabled(False)``: one argument, the name ``False``."""
+        return len(call.args) == 1 and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name) \
+            and call.args[0].value.value == "False"
 
     def _with_numpy(self) -> list[cst.FunctionDef]:
         """The functions (in source order) whose own body calls ``.numpy()``."""
@@ -281,7 +316,7 @@ class Provenance:
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 env[star.name.value] = None
-        no_grad = any(self._no_grad_expr(d.decorator) for d in func.decorators)
+        no_grad = self.grad_off is not None or any(self._no_grad_expr(d.decorator) for d in func.decorators)
         outer, self._current = self._current, func
         body = func.body.body if isinstance(func.body, cst.IndentedBlock) else [func.body]
         final = self._exec(body, env, no_grad)
