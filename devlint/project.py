@@ -65,6 +65,7 @@ class Project:
         self._called: dict[bytes, tuple[str, ...]] | None = None  # name -> the files that call it (_call_index)
         self._reachable: dict[str, frozenset[str] | None] = {}  # path -> names its calls may resolve to elsewhere
         self._answers: dict[tuple[str, ...], tuple[object, frozenset[str]]] = {}  # remember(): answer, its files
+        self._values: dict[str, frozenset[str] | None] = {}  # path -> names it uses as values (used_as_value)
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -463,6 +464,25 @@ class Project:
         names = self._reachable[path]
         return names is None or name in names
 
+    def used_as_value(self, name: str, home: str) -> bool:
+        """Is the function ``name`` of ``home`` bound to another name somewhere it may be bound (``renderer =
+        render_rays``): in ``home`` or in a file that imports the name or star-imports a module? Its calls then go
+        through that name (:func:`_names_used_as_values`). Read over CPython's ``ast``; the files read are
+        consulted."""
+        word = name.encode()
+        imports = re.compile(rb"\bimport\b[^\n]*(?:\b" + re.escape(word) + rb"\b|\*)")
+        for path in self.paths:
+            data = self.read(path) or b""
+            if word not in data or (path != home and not imports.search(data)):
+                continue
+            self.consulted.add(path)
+            if path not in self._values:
+                self._values[path] = _names_used_as_values(data)
+            held = self._values[path]
+            if held is None or name in held:
+                return True
+        return False
+
     def _call_index(self) -> dict[bytes, tuple[str, ...]]:
         """Every name called in the run's files (``name(`` / ``x.name (``, as :meth:`_files_calling`'s pattern
         finds it) -> the files that call it, in the run's order (built once, when many names are asked:
@@ -479,6 +499,36 @@ class Project:
 
 # a called name: what `\bNAME\s*\(` finds (an identifier not preceded by a word character, then a parenthesis)
 _CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
+
+
+def _names_used_as_values(data: bytes) -> frozenset[str] | None:
+    """The names (``f``, and ``g`` of ``mod.g``) a file binds to another name: the value of an assignment, or an
+    element of a tuple, list or dict that is one (``renderer = render_rays``, ``STEPS = {"eval": evaluate}``).
+    A function handed to a call (``fire.Fire(main)``, ``mp.spawn(worker, ...)``) is not counted: what calls it
+    passes its own arguments, and the defaults it leaves are relied on. None when CPython cannot parse it."""
+    import ast
+
+    from devlint import screen
+
+    tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    if tree is None:
+        return None
+    found: set[str] = set()
+    for node in screen.walk(tree):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        stack: list[ast.expr | None] = [node.value]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, ast.Name):
+                found.add(value.id)
+            elif isinstance(value, ast.Attribute):
+                found.add(value.attr)
+            elif isinstance(value, (ast.Tuple, ast.List)):
+                stack.extend(value.elts)
+            elif isinstance(value, ast.Dict):
+                stack.extend(value.values)
+    return frozenset(found)
 
 
 def _calls_resolving_elsewhere(data: bytes | None) -> frozenset[str] | None:
@@ -505,6 +555,8 @@ def _calls_resolving_elsewhere(data: bytes | None) -> frozenset[str] | None:
             imported.update((a.asname or a.name).partition(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.update(a.asname or a.name for a in node.names)
+    if "*" in imported:
+        return None  # `from module import *`: any bare name may be the project's
     return frozenset(name for root, name in roots if root in imported)
 
 
@@ -644,9 +696,33 @@ def call_sites(ctx: Context, func: cst.FunctionDef | cst.ClassDef) -> list[tuple
     sites = []
     for site_ctx, call in candidates:
         found = callee(site_ctx, call)
-        if found is not None and found[1] is target:
+        if (found is not None and found[1] is target) or (
+                found is None and cls is None and isinstance(call.func, cst.Name) and ctx.parent(target) is ctx.module
+                and _star_imported(site_ctx, name, home)):
             sites.append((site_ctx, call))
     return sites
+
+
+def _star_imported(ctx: Context, name: str, home: str) -> bool:
+    """Does ``name(...)`` in ``ctx`` call the function of ``home`` through ``from <home's module> import *``
+    (the file neither defines nor imports the name otherwise)?"""
+    project = ctx.project
+    if project is None or name in ctx.aliases or name in ctx.relative_imports or find_definition(ctx, name):
+        return False
+    for stmt in ctx.module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.ImportFrom) or not isinstance(small.names, cst.ImportStar):
+                continue
+            module = dotted_name(small.module) or "" if small.module is not None else ""
+            level = len(small.relative)
+            if level:
+                found = project._relative_file(ctx.path, level, module, "")
+                path = found[0] if found is not None else None
+            else:
+                path = project.module_file(module, ctx.path)
+            if path is not None and os.path.abspath(path) == home:
+                return True
+    return False
 
 
 def relies_on_default(ctx: Context, param: cst.Param) -> bool:
@@ -667,6 +743,8 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
     sites = call_sites(ctx, func)
     if sites is None:
         return False  # too many candidate calls to tell: precision first
+    if ctx.project is not None and ctx.project.used_as_value(func.name.value, os.path.abspath(ctx.path)):
+        return False  # handed around (`renderer = render_rays`): its calls are not all to be found by name
     if not sites:
         return _public(ctx, func)  # no call in the project: the users of a public API get the default
     for _, call in sites:

@@ -96,10 +96,12 @@ it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert t
 not when another file of the project imports it), code in functions marked as GPU-only (a decorator or name
 that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
-overrides (or that the function only compares or hands to a torch query; a dataclass or attrs field's default,
-`device: torch.device = attr.ib(default=torch.device("cuda"))`, that every construction of its class
-passes), `device=` keywords of other libraries (DALI's `device="gpu"`), and `.cuda()` of a module that holds
-nothing to move — torch's losses, parameter-free activations, dropout and pooling built with constant
+overrides (calls through `from module import *` count) or that the function only compares or hands to a
+torch query, the default of a function also bound to another name (`renderer = render_rays`: it is called
+through that name, where its calls cannot all be found), a dataclass or attrs field's default (`device:
+torch.device = attr.ib(default=torch.device("cuda"))`) that every construction of its class passes,
+`device=` keywords of other libraries (DALI's `device="gpu"`), and `.cuda()` of a module that holds nothing to
+move — torch's losses, parameter-free activations, dropout and pooling built with constant
 arguments (`nn.CrossEntropyLoss().cuda()`, `criterion = nn.MSELoss()` then `criterion.cuda()`; not
 `nn.CrossEntropyLoss(weight=w)`, whose weight is a buffer, nor `nn.PReLU()`), and the project's module classes
 with no parameters, buffers or submodules: on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA.

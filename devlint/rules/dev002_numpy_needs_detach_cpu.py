@@ -64,9 +64,9 @@ Not reported: values already passed through `.detach()` and `.cpu()` (in either 
 `torch.no_grad()` / `torch.inference_mode()` on a tensor only suspected of grad (torch 2.13 lets it through
 there; only a GPU tensor fails), likewise after a top-level `torch.set_grad_enabled(False)` that turns
 autograd off for a script's run (its functions and what follows it; not when the file turns grad on again
-anywhere: `torch.enable_grad()`, `set_grad_enabled(True)`), integer results (`.argmax()`, `.to(torch.uint8)`, the indices of
-`_, pred = torch.max(out, 1)`), the branch of `x.numpy() if not use_cuda else x.cpu().numpy()` taken without
-CUDA, objects that are not
+anywhere: `torch.enable_grad()`, `set_grad_enabled(True)`), integer results (`.argmax()`,
+`.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`), the branch of `x.numpy() if not use_cuda
+else x.cpu().numpy()` taken without CUDA, objects that are not
 torch tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
 parameters with no evidence: precision beats recall here.
 '''
