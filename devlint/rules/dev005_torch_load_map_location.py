@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.bindings import device_name_at
-from devlint.context import Context, children, dotted_name, string_value
+from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
 from devlint.guards import guards, walk
 from devlint.lazy import LazyModule
@@ -578,7 +578,7 @@ def _crashes(ctx: Context, statement: cst.CSTNode, rows: frozenset[int], arm: bo
         if any(ctx.position(line, 0)[0] in rows for line in range(start, end + 1)):
             return True
         return any((arm and isinstance(small, cst.Raise)) or any(
-            isinstance(node, cst.Call) and _cuda_move(ctx, node) for node in _descendants(small))
+            isinstance(node, cst.Call) and _cuda_move(ctx, node) for node in walk(small))
             for small in statement.body)
     if isinstance(statement, cst.With):
         return any(_crashes(ctx, s, rows, arm) for s in statement.body.body)
@@ -590,14 +590,6 @@ def _crashes(ctx: Context, statement: cst.CSTNode, rows: frozenset[int], arm: bo
             return _crashes(ctx, orelse, rows, True)
         return any(_crashes(ctx, s, rows, True) for s in orelse.body.body)
     return False
-
-
-def _descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(children(node))
 
 
 def _cuda_move(ctx: Context, call: cst.Call) -> bool:
