@@ -674,7 +674,9 @@ class Provenance:
             found = self._qualified_call(qn, call, args, kwargs, env, no_grad)
             return found if found is not None or qn.split(".")[0] in devices.EVIDENCE_ROOTS else self._returned(call)
         if isinstance(func, cst.Name) and func.value in self.module_classes:
-            return Val("module", torch=True, cpu=not self.default_device)
+            cls = next((c for c in ctx.nodes(cst.ClassDef) if c.name.value == func.value), None)
+            return Val("module", params=cls is None or not forward_without_grad(ctx, cls), torch=True,
+                       cpu=not self.default_device)
         if isinstance(func, cst.Attribute):
             held = env.get(dotted_name(func) or "")
             if held is not None and (held.kind == "module" or held.moved):
@@ -854,7 +856,8 @@ class Provenance:
         other = self if other_ctx is self.ctx else provenance(other_ctx)
         if isinstance(definition, cst.ClassDef):  # a module class of the project: Net()
             if definition.name.value in other.module_classes:
-                return Val("module", torch=True, cpu=not self.default_device)
+                return Val("module", params=not forward_without_grad(other_ctx, definition), torch=True,
+                           cpu=not self.default_device)
             return None
         other._ensure(definition)
         return other.returns.get(definition)
@@ -948,6 +951,101 @@ def _returns_indices(ctx: Context, source: cst.CSTNode | None) -> bool:
 
 
 _MAX_SITES = 8  # a helper called from more places than this: its parameters are not followed
+
+
+# Tensor methods that keep a tensor's (absence of) grad whatever their arguments: shapes, copies, moves, casts
+_GRAD_KEEPING = frozenset({"view", "reshape", "permute", "transpose", "contiguous", "squeeze", "unsqueeze",
+                           "flatten", "detach", "clone", "cpu", "cuda", "to", "float", "half", "double", "expand"})
+
+
+def forward_without_grad(ctx: Context, cls: cst.ClassDef) -> bool:
+    """Does the module class's ``forward`` return only tensors made under ``torch.no_grad()`` (a frozen
+    wrapper: ``with torch.no_grad(): _, flow = self.raft(a, b)`` then ``return flow.view(...)``)? Its calls then
+    make no graph from its own parameters (what requires grad comes from its inputs only). Every returned value
+    is a name (or a tuple of names) whose every assignment in ``forward`` is inside a no-grad block, or a shape
+    method of such a name (:data:`_GRAD_KEEPING`); or ``forward`` is decorated with ``@torch.no_grad()``."""
+    return ctx.shared(f"provenance.forward_without_grad.{id(cls)}", lambda c: _forward_without_grad(c, cls))
+
+
+def _forward_without_grad(ctx: Context, cls: cst.ClassDef) -> bool:
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    forward = next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"), None)
+    if forward is None:
+        return False
+    if any(_no_grad_call(ctx, d.decorator) for d in forward.decorators):
+        return True
+    assigned = _forward_assignments(ctx, forward)
+    if assigned is None:
+        return False
+    quiet = set(assigned)  # the names made without grad: the largest set that holds (a fixed point)
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(quiet):
+            if not all(_in_no_grad_block(ctx, node, forward) or _keeps_quiet(value, quiet)
+                       for node, value in assigned[name]):
+                quiet.discard(name)
+                changed = True
+    returns = [r for r in ctx.nodes(cst.Return) if ctx.enclosing_function(r) is forward]
+    return bool(returns) and all(r.value is not None and _keeps_quiet(r.value, quiet) for r in returns)
+
+
+_NO_GRAD_CALLS = NO_GRAD_CONTEXTS - {"torch.enable_grad"}
+
+
+def _no_grad_call(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """``torch.no_grad()`` / ``torch.inference_mode()`` (called or not)."""
+    return ctx.qualname(expr.func if isinstance(expr, cst.Call) else expr) in _NO_GRAD_CALLS
+
+
+def _in_no_grad_block(ctx: Context, node: cst.CSTNode, func: cst.FunctionDef) -> bool:
+    """Is ``node`` inside a ``with torch.no_grad():`` block of ``func``?"""
+    for anc in ctx.ancestors(node):
+        if anc is func:
+            return False
+        if isinstance(anc, cst.With) and any(_no_grad_call(ctx, item.item) for item in anc.items):
+            return True
+    return False
+
+
+def _forward_assignments(ctx: Context, func: cst.FunctionDef,
+                         ) -> dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]] | None:
+    """Each name ``func`` assigns (``x = ...``, ``a, b = ...``, ``x += ...``) -> (statement, value); None when a
+    loop or ``:=`` binds names (not followed)."""
+    def own(node: cst.CSTNode) -> bool:
+        return ctx.enclosing_function(node) is func
+
+    if any(own(n) for n in ctx.nodes(cst.For)) or any(own(n) for n in ctx.nodes(cst.NamedExpr)):
+        return None
+    assigned: dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]] = {}
+    for assign in ctx.nodes(cst.Assign):
+        if own(assign):
+            for target in assign.targets:
+                for name in _names_of(target.target):
+                    assigned.setdefault(name, []).append((assign, assign.value))
+    for node in ctx.nodes(cst.AugAssign):
+        if own(node) and isinstance(node.target, cst.Name):
+            assigned.setdefault(node.target.value, []).append((node, node.value))
+    return assigned
+
+
+def _names_of(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _names_of(el.value)]
+    return []
+
+
+def _keeps_quiet(expr: cst.BaseExpression, quiet: set[str]) -> bool:
+    """Is ``expr`` a name of ``quiet``, a tuple of such, or a grad-keeping method of one?"""
+    if isinstance(expr, cst.Name):
+        return expr.value in quiet
+    if isinstance(expr, cst.Tuple):
+        return all(_keeps_quiet(el.value, quiet) for el in expr.elements)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _GRAD_KEEPING:
+        return _keeps_quiet(expr.func.value, quiet)
+    return False
 
 
 def _no_other_file(path: str, symbol: str) -> bool:

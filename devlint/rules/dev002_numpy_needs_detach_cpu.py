@@ -64,7 +64,10 @@ Not reported: values already passed through `.detach()` and `.cpu()` (in either 
 `torch.no_grad()` / `torch.inference_mode()` on a tensor only suspected of grad (torch 2.13 lets it through
 there; only a GPU tensor fails), likewise after a top-level `torch.set_grad_enabled(False)` that turns
 autograd off for a script's run (its functions and what follows it; not when the file turns grad on again
-anywhere: `torch.enable_grad()`, `set_grad_enabled(True)`), integer results (`.argmax()`,
+anywhere: `torch.enable_grad()`, `set_grad_enabled(True)`), the output of a module class of the project
+whose `forward` returns only what it made under `torch.no_grad()` (a frozen wrapper: `with torch.no_grad():
+flow = self.raft(a, b)` then `return flow.view(...)`; grad can then come from its inputs only), integer
+results (`.argmax()`,
 `.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`), the branch of `x.numpy() if not use_cuda
 else x.cpu().numpy()` taken without CUDA, objects that are not
 torch tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
