@@ -66,6 +66,7 @@ class Project:
         self._reachable: dict[str, frozenset[str] | None] = {}  # path -> names its calls may resolve to elsewhere
         self._answers: dict[tuple[str, ...], tuple[object, frozenset[str]]] = {}  # remember(): answer, its files
         self._values: dict[str, frozenset[str] | None] = {}  # path -> names it uses as values (used_as_value)
+        self._builds_cuda: dict[str, bool] = {}  # path -> does it build CUDA kernels at import
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -363,6 +364,8 @@ class Project:
         def cuda_only(module: str, path: str | None) -> bool:
             if module in libraries or module.split(".")[0] in libraries - {"cuda"}:
                 return True
+            if path is not None and self._builds_cuda_at_import(path):
+                return True  # stylegan2's op/fused_act.py: `fused = load("fused", sources=[... ".cu"])`
             # a compiled extension has no .py of the project (basicsr's deform_conv.py loads deform_conv; an
             # ffi extension "_ext.dcn_v2" is imported as `from ._ext import dcn_v2`)
             return path is None and (module in extensions or module.rsplit(".", 1)[-1] in extensions
@@ -382,6 +385,16 @@ class Project:
                     following.extend((m, path) for m in self._top_imports(path))
             frontier = following
         return any(cuda_only(module, self.module_file(module, importer)) for module, importer in frontier)
+
+    def _builds_cuda_at_import(self, path: str) -> bool:
+        """Does the module build CUDA kernels when it is imported: a statement at its top level that calls
+        ``torch.utils.cpp_extension.load(...)`` / ``load_inline(...)`` with CUDA sources? Without the CUDA toolkit
+        that raises (``OSError: CUDA_HOME environment variable is not set`` on torch 2.13.0+cpu), so the module
+        and what imports it run only where CUDA is. Cached per file."""
+        if path not in self._builds_cuda:
+            data = self.read(path) or b""
+            self._builds_cuda[path] = bool(_CUDA_SOURCE.search(data)) and _top_level_cuda_build(data)
+        return self._builds_cuda[path]
 
     def _top_imports(self, path: str) -> frozenset[str]:
         """The modules ``path`` imports at its top level (parsed once per run: every file importing it asks)."""
@@ -568,6 +581,34 @@ def _regular_file(path: str, flags: int) -> int:
         raise IsADirectoryError(f"not a regular file: {path}")
     os.set_blocking(fd, True)
     return fd
+
+
+# bytes that a CUDA source list or a CUDA inline build shows (the cheap test before the parse)
+_CUDA_SOURCE = re.compile(rb"\.cu[\"']|cuda_sources")
+
+
+def _top_level_cuda_build(data: bytes) -> bool:
+    """Does a top-level statement call ``load(...)`` / ``load_inline(...)`` with ``.cu`` sources or
+    ``cuda_sources=``?"""
+    import ast
+
+    from devlint import screen
+
+    tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    for stmt in tree.body if tree is not None else []:
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)):
+            continue
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call) or (screen.dotted(node.func) or "").rsplit(".", 1)[-1] not in (
+                    "load", "load_inline"):
+                continue
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            sources = [keywords.get("sources"), *node.args[1:2]]
+            if "cuda_sources" in keywords or any(
+                    isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.endswith(".cu")
+                    for src in sources if src is not None for c in ast.walk(src)):
+                return True
+    return False
 
 
 def _extension_names(data: bytes) -> set[str]:

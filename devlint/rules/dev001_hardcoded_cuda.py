@@ -125,8 +125,10 @@ raises at import without CUDA; a module that imports a CUDA-only library (Tensor
 flash-attn) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
-sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), directly or through
-modules of the project (up to three imports away); an `except` handler for CUDA running out of memory;
+sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), or a module of
+the project that builds CUDA kernels at its top level when imported (`fused = load("fused", sources=[...,
+"kernel.cu"])`: without the CUDA toolkit the import raises), directly or through modules of the project (up
+to three imports away); an `except` handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
 `torch.distributed` is initialised, and functions that run a collective such as `broadcast`).
 '''
