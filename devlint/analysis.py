@@ -161,6 +161,14 @@ class DeviceUses:
         return None
 
 
+def is_cuda_call(ctx: Context, call: cst.Call) -> bool:
+    """``x.cuda(...)``: torch's ``Tensor.cuda`` / ``Module.cuda`` (:func:`devices.is_cuda_method_call`)."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and devices.is_cuda_method_call(
+        func.attr.value, ctx.qualname(func) is not None,
+        [a.keyword.value if a.keyword is not None else None for a in call.args])
+
+
 def _only_inspected(ctx: Context, expr: cst.CSTNode) -> bool:
     """Is the value of ``expr`` only compared (``==``, ``in``, ``is``) or read (``.type``, ``.index``)?
     Making a ``torch.device`` object never touches a GPU; only placing a tensor there does."""

@@ -393,7 +393,7 @@ CHECKPOINT_LOADERS = {"torch.load": 1, "torch.serialization.load": 1, "torch.jit
 # methods of torch.nn.Module that a tensor does not have).
 # torch.nn modules that hold no parameter, buffer or submodule when built with constant arguments: their
 # .cuda() / .to("cuda") moves nothing and does not touch CUDA (each built and moved on torch 2.13.0+cpu:
-# tests/test_devicestr.py). A tensor argument (``weight=w``, ``pos_weight=p``) is a buffer, and is not constant.
+# tests/test_torch_facts.py). A tensor argument (``weight=w``, ``pos_weight=p``) is a buffer, and is not constant.
 PARAMETERLESS_MODULES = frozenset(f"torch.nn.{name}" for name in (
     # losses (torch.nn.modules.loss)
     "L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",

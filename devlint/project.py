@@ -22,8 +22,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 from devlint.context import Context, dotted_name
 from devlint.lazy import LazyModule
+from devlint.source import LIBCST_MAX_BYTES
 
 if TYPE_CHECKING:
+    import ast
+
     import libcst as cst
 else:
     cst = LazyModule("libcst", globals(), "cst")
@@ -149,7 +152,7 @@ class Project:
         from devlint.source import SourceError, decode
 
         data = self.read(path)
-        if data is None or len(data) > 2 * 1024 * 1024:
+        if data is None or len(data) > LIBCST_MAX_BYTES:
             return None
         try:
             text = decode(data).text
@@ -221,11 +224,8 @@ class Project:
         if path not in self._exports:
             import ast
 
-            from devlint import screen
-
             data = self.read(path)
-            tree = screen.parse(data) if data is not None and b"import" in data and len(data) <= 2 * 1024 * 1024 \
-                else None
+            tree = _ast_of(data) if data is not None and b"import" in data else None
             names: dict[str, tuple[int, str, str]] = {}
             for node in tree.body if isinstance(tree, ast.Module) else []:
                 if isinstance(node, ast.ImportFrom) and (node.level or self.has_module(node.module or "")):
@@ -311,7 +311,7 @@ class Project:
             from devlint import screen
 
             data = self.read(path)
-            tree = screen.parse(data) if data is not None and len(data) <= 2 * 1024 * 1024 else None
+            tree = _ast_of(data)
             if tree is not None:
                 index = screen.AstIndex.build(tree, self, path)
                 found = {name: index.scope_evidence(scope) or index.calls_project(scope)
@@ -400,12 +400,10 @@ class Project:
         """The modules ``path`` imports at its top level (parsed once per run: every file importing it asks)."""
         import ast
 
-        from devlint import screen
-
         if path in self._top:
             return self._top[path]
         data = self.read(path)
-        tree = screen.parse(data) if data is not None and len(data) <= 2 * 1024 * 1024 else None
+        tree = _ast_of(data)
         found: set[str] = set()
         for node in tree.body if isinstance(tree, ast.Module) else []:
             if isinstance(node, ast.Import):
@@ -514,6 +512,14 @@ class Project:
 _CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
 
 
+def _ast_of(data: bytes | None) -> ast.Module | None:
+    """CPython's ``ast`` of a file of the run; None when it cannot be read or parsed, or is over
+    LIBCST_MAX_BYTES (LibCST does not parse it either, and its ``ast`` costs GBs)."""
+    from devlint import screen
+
+    return screen.parse(data) if data is not None and len(data) <= LIBCST_MAX_BYTES else None
+
+
 def _names_used_as_values(data: bytes) -> frozenset[str] | None:
     """The names (``f``, and ``g`` of ``mod.g``) a file binds to another name: the value of an assignment, or an
     element of a tuple, list or dict that is one (``renderer = render_rays``, ``STEPS = {"eval": evaluate}``).
@@ -523,7 +529,7 @@ def _names_used_as_values(data: bytes) -> frozenset[str] | None:
 
     from devlint import screen
 
-    tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    tree = _ast_of(data)
     if tree is None:
         return None
     found: set[str] = set()
@@ -554,7 +560,7 @@ def _calls_resolving_elsewhere(data: bytes | None) -> frozenset[str] | None:
 
     if data is None:
         return frozenset()
-    tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    tree = _ast_of(data)
     if tree is None:
         return None
     imported = {"self", "cls"}
@@ -594,7 +600,7 @@ def _top_level_cuda_build(data: bytes) -> bool:
 
     from devlint import screen
 
-    tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    tree = _ast_of(data)
     for stmt in tree.body if tree is not None else []:
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)):
             continue
@@ -620,7 +626,7 @@ def _extension_names(data: bytes) -> set[str]:
 
     from devlint import screen
 
-    tree = screen.parse(data) if len(data) <= 2 * 1024 * 1024 else None
+    tree = _ast_of(data)
     nodes = list(ast.walk(tree)) if tree is not None else []
     # the class chosen through a name: `extension = CppExtension` ... `extension = CUDAExtension` (with CUDA)
     makers = {"CUDAExtension"} | {t.id for node in nodes if isinstance(node, ast.Assign)
@@ -754,7 +760,7 @@ def _star_imported(ctx: Context, name: str, home: str) -> bool:
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
             if not isinstance(small, cst.ImportFrom) or not isinstance(small.names, cst.ImportStar):
                 continue
-            module = dotted_name(small.module) or "" if small.module is not None else ""
+            module = dotted_name(small.module) or ""  # (`from . import *`: no module)
             level = len(small.relative)
             if level:
                 found = project._relative_file(ctx.path, level, module, "")

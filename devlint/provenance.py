@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from devlint import devices
+from devlint.bindings import Binding, bindings
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.guards import Polarity, guards
 from devlint.lazy import LazyModule
@@ -375,11 +376,9 @@ class Provenance:
         return names
 
     def _no_grad_expr(self, expr: cst.BaseExpression) -> bool:
-        target = expr.func if isinstance(expr, cst.Call) else expr
-        qn = self.ctx.qualname(target) or ""
-        if qn == "torch.set_grad_enabled" and isinstance(expr, cst.Call) and expr.args:
+        if isinstance(expr, cst.Call) and expr.args and self.ctx.qualname(expr.func) == "torch.set_grad_enabled":
             return isinstance(expr.args[0].value, cst.Name) and expr.args[0].value.value == "False"
-        return qn in NO_GRAD_CONTEXTS and qn != "torch.enable_grad"
+        return _no_grad_call(self.ctx, expr)
 
     # --- statements ----------------------------------------------------------------------
     def _exec(self, body: Sequence[cst.CSTNode], env: Env, no_grad: bool) -> Env:
@@ -974,16 +973,23 @@ def _forward_without_grad(ctx: Context, cls: cst.ClassDef) -> bool:
         return False
     if any(_no_grad_call(ctx, d.decorator) for d in forward.decorators):
         return True
-    assigned = _forward_assignments(ctx, forward)
-    if assigned is None:
-        return False
-    quiet = set(assigned)  # the names made without grad: the largest set that holds (a fixed point)
+    scope = bindings(ctx).scopes.get(forward)
+    if scope is None or any(isinstance(b.node, (cst.For, cst.NamedExpr)) for bs in scope.bindings.values() for b in bs):
+        return False  # names bound by loops or `:=`: not followed
+
+    def quiet_binding(binding: Binding, quiet: set[str]) -> bool:
+        """Made without grad: an assignment inside a no-grad block (a tuple target too: `_, flow = ...`), or of
+        a quiet value; a name bound otherwise (a parameter, `with ... as`, an annotation) is not."""
+        node = binding.node
+        return isinstance(node, (cst.Assign, cst.AugAssign)) and (
+            _in_no_grad_block(ctx, node, forward) or _keeps_quiet(node.value, quiet))
+
+    quiet = set(scope.bindings)  # the names made without grad: the largest set that holds (a fixed point)
     changed = True
     while changed:
         changed = False
         for name in sorted(quiet):
-            if not all(_in_no_grad_block(ctx, node, forward) or _keeps_quiet(value, quiet)
-                       for node, value in assigned[name]):
+            if not all(quiet_binding(b, quiet) for b in scope.bindings[name]):
                 quiet.discard(name)
                 changed = True
     returns = [r for r in ctx.nodes(cst.Return) if ctx.enclosing_function(r) is forward]
@@ -1006,35 +1012,6 @@ def _in_no_grad_block(ctx: Context, node: cst.CSTNode, func: cst.FunctionDef) ->
         if isinstance(anc, cst.With) and any(_no_grad_call(ctx, item.item) for item in anc.items):
             return True
     return False
-
-
-def _forward_assignments(ctx: Context, func: cst.FunctionDef,
-                         ) -> dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]] | None:
-    """Each name ``func`` assigns (``x = ...``, ``a, b = ...``, ``x += ...``) -> (statement, value); None when a
-    loop or ``:=`` binds names (not followed)."""
-    def own(node: cst.CSTNode) -> bool:
-        return ctx.enclosing_function(node) is func
-
-    if any(own(n) for n in ctx.nodes(cst.For)) or any(own(n) for n in ctx.nodes(cst.NamedExpr)):
-        return None
-    assigned: dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]] = {}
-    for assign in ctx.nodes(cst.Assign):
-        if own(assign):
-            for target in assign.targets:
-                for name in _names_of(target.target):
-                    assigned.setdefault(name, []).append((assign, assign.value))
-    for node in ctx.nodes(cst.AugAssign):
-        if own(node) and isinstance(node.target, cst.Name):
-            assigned.setdefault(node.target.value, []).append((node, node.value))
-    return assigned
-
-
-def _names_of(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _names_of(el.value)]
-    return []
 
 
 def _keeps_quiet(expr: cst.BaseExpression, quiet: set[str]) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from devlint import devices
-from devlint.analysis import command_line_option, device_uses, parameter_used_as_device
+from devlint.analysis import command_line_option, device_uses, is_cuda_call, parameter_used_as_device
 from devlint.bindings import bindings, device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
@@ -371,9 +371,7 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
         guard = guards(ctx)
         for call in ctx.nodes(cst.Call):
             func = call.func
-            if not isinstance(func, cst.Attribute) or not devices.is_cuda_method_call(
-                    func.attr.value, ctx.qualname(func) is not None,
-                    [a.keyword.value if a.keyword is not None else None for a in call.args]):
+            if not isinstance(func, cst.Attribute) or not is_cuda_call(ctx, call):
                 continue
             if guard.is_guarded(call) or _parameterless_module(ctx, func.value):
                 continue

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
+from devlint.analysis import is_cuda_call
 from devlint.bindings import device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
@@ -599,9 +600,8 @@ def _cuda_move(ctx: Context, call: cst.Call) -> bool:
 
     if ctx.qualname(call.func) in devices.CUDA_ONLY_CALLS:
         return True
-    func = call.func
-    return isinstance(func, cst.Attribute) and func.attr.value == devices.CUDA_METHOD \
-        and ctx.qualname(func) is None and not _parameterless_module(ctx, func.value)
+    return is_cuda_call(ctx, call) and isinstance(call.func, cst.Attribute) \
+        and not _parameterless_module(ctx, call.func.value)
 
 
 def _dev001_rows(ctx: Context) -> frozenset[int]:
