@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
+from devlint.bindings import bindings
 from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.lazy import LazyModule
+from devlint.project import callee
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -280,3 +282,60 @@ def command_line_options(ctx: Context) -> dict[str, CommandLineOption]:
         if option is not None:
             found.setdefault(option.dest, option)
     return found
+
+
+def parameterless_module(ctx: Context, receiver: cst.BaseExpression) -> bool:
+    """``Loss().cuda()`` where ``Loss`` is a module class of the project with no parameters, buffers or
+    submodules, or torch's own (``nn.CrossEntropyLoss()``, ``nn.ReLU()``: devices.PARAMETERLESS_MODULES, built
+    with constant arguments only, also through a name every binding of which is one): ``Module.cuda()`` then
+    moves nothing and does not touch CUDA (checked on torch 2.13 CPU)."""
+    if isinstance(receiver, cst.Name):
+        scope = bindings(ctx).resolve(receiver, receiver.value)
+        bound = scope.bindings.get(receiver.value, []) if scope is not None else []
+        return bool(bound) and all(isinstance(b.node, (cst.Assign, cst.AnnAssign)) and b.value is not None
+                                   and _torch_parameterless(ctx, b.value) for b in bound)
+    if not isinstance(receiver, cst.Call):
+        return False
+    if _torch_parameterless(ctx, receiver):
+        return True
+    found = callee(ctx, receiver)
+    if found is None or not isinstance(found[1], cst.ClassDef):
+        return False
+    cls_ctx, cls = found[0], found[1]
+    if not any((cls_ctx.qualname(b.value) or "") in ("torch.nn.Module", "torch.nn.modules.module.Module")
+               for b in cls.bases):
+        return False  # only a direct nn.Module subclass: a base of the project may hold parameters
+    return not any(_may_hold_parameters(cls_ctx, call, cls) for call in cls_ctx.nodes(cst.Call)
+                   if any(a is cls for a in cls_ctx.ancestors(call)))
+
+
+def _torch_parameterless(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """``nn.CrossEntropyLoss()``, ``nn.Dropout(0.1)``: a torch module that holds no parameter or buffer when
+    every argument is a constant (a tensor argument, ``weight=w``, is a buffer to move)."""
+    if not isinstance(expr, cst.Call) or ctx.qualname(expr.func) not in devices.PARAMETERLESS_MODULES:
+        return False
+    return all(a.star == "" and _constant_arg(a.value) for a in expr.args)
+
+
+def _constant_arg(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"))
+
+
+def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> bool:
+    """Can this call in a module class's body give it a parameter, a buffer or a submodule?"""
+    qn = ctx.qualname(call.func) or ""
+    name = (dotted_name(call.func) or "").split(".")[-1]
+    if name in ("register_buffer", "register_parameter", "register_module", "add_module", "Parameter"):
+        return True
+    if qn.startswith("torch.nn.") and name[:1].isupper():
+        return True  # a layer: a submodule with parameters
+    made = callee(ctx, call)
+    if made is not None and isinstance(made[1], cst.ClassDef):
+        other_ctx, other = made[0], made[1]
+        return other is not cls and any(
+            "Module" in (dotted_name(b.value) or "") or (other_ctx.qualname(b.value) or "").startswith("torch.nn")
+            for b in other.bases)  # a submodule of the project
+    return name[:1].isupper() and made is None and not qn.startswith("torch.")  # unknown class: may be a module

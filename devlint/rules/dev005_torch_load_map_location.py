@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import is_cuda_call
+from devlint.analysis import is_cuda_call, parameterless_module
 from devlint.bindings import device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
@@ -596,12 +596,10 @@ def _crashes(ctx: Context, statement: cst.CSTNode, rows: frozenset[int], arm: bo
 def _cuda_move(ctx: Context, call: cst.Call) -> bool:
     """``x.cuda()`` / ``x.cuda(gpu)`` of something that holds tensors, or ``torch.cuda.set_device(...)``: each
     raises without CUDA."""
-    from devlint.rules.dev001_hardcoded_cuda import _parameterless_module
-
     if ctx.qualname(call.func) in devices.CUDA_ONLY_CALLS:
         return True
     return is_cuda_call(ctx, call) and isinstance(call.func, cst.Attribute) \
-        and not _parameterless_module(ctx, call.func.value)
+        and not parameterless_module(ctx, call.func.value)
 
 
 def _dev001_rows(ctx: Context) -> frozenset[int]:
