@@ -412,6 +412,8 @@ PARAMETERLESS_MODULES = frozenset(f"torch.nn.{name}" for name in (
     "PairwiseDistance",
 ))
 STATE_LOADER = "load_state_dict"
+# Objects whose state dict holds Python numbers only (a learning-rate scheduler, GradScaler: test_torch_facts)
+SCALAR_STATE_HOLDER = re.compile(r"sched|scaler", re.IGNORECASE)
 MODULE_ONLY_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "buffers", "modules",
                                  "named_modules", "children", "forward", "state_dict", "zero_grad"})
 SAVE_FUNC = "torch.save"

@@ -127,8 +127,9 @@ def test_dependency_edit_invalidates(tmp_path, reads, prefilter):
 
 
 def test_a_checkpoint_writer_added_elsewhere_invalidates(tmp_path, reads):
-    """viewer/app.py's load is not reported while no file of the project writes a checkpoint (DEV005): the
-    answer rests on every file read, so a torch.save added to another file re-lints it."""
+    """viewer/app.py's load is not reported while no file of the project writes a checkpoint, nor while none
+    of its folder does (DEV005): the answers rest on every file read, so a torch.save added to another file
+    re-lints it: one in another folder changes nothing, one beside it (a file it does not import) reports it."""
     root = tmp_path / "viewer"
     shutil.copytree(PROJECTS / "viewer", root)
     _age(root)
@@ -138,4 +139,8 @@ def test_a_checkpoint_writer_added_elsewhere_invalidates(tmp_path, reads):
     tools = root / "viewer" / "extras" / "tools.py"  # a file app.py neither imports nor sits beside
     tools.write_text(tools.read_text() + "\n\ndef export(net, path):\n    import torch\n    torch.save(net.state_dict(), path)\n")
     os.utime(tools, ns=(OLD + 10**9, OLD + 10**9))
+    assert _found(run([str(root)], config, options)) == []  # a writer elsewhere: app.py's folder writes none
+    init = root / "viewer" / "__init__.py"
+    init.write_text(init.read_text() + "\n\ndef export(net, path):\n    import torch\n    torch.save(net.state_dict(), path)\n")
+    os.utime(init, ns=(OLD + 2 * 10**9, OLD + 2 * 10**9))
     assert _found(run([str(root)], config, options)) == [("app.py", "DEV005", 11, 27)]

@@ -38,3 +38,32 @@ def test_a_module_with_a_tensor_raises_without_cuda():
     for module in (torch.nn.CrossEntropyLoss(weight=torch.ones(3)), torch.nn.PReLU(), torch.nn.Linear(2, 2)):
         with pytest.raises((AssertionError, RuntimeError)):
             module.cuda()
+
+
+def _holds_tensor(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_tensor(v) for v in value.values())
+    return isinstance(value, (list, tuple)) and any(_holds_tensor(v) for v in value)
+
+
+def test_scheduler_and_scaler_state_hold_no_tensor():
+    """DEV005 leaves out ``scheduler.load_state_dict(torch.load(p))`` and ``scaler.load_state_dict(...)``
+    (devices.SCALAR_STATE_HOLDER): their state dicts hold Python numbers, nothing a GPU run leaves on a GPU.
+    The other side: an optimizer's state holds tensors (momentum buffers)."""
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    schedulers = [torch.optim.lr_scheduler.StepLR(optimizer, 1), torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer),
+                  torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1.0, total_steps=10),
+                  torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, 5),
+                  torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 0.9 ** epoch)]
+    for scheduler in schedulers:
+        scheduler.step() if not isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) else scheduler.step(1.0)
+        assert not _holds_tensor(scheduler.state_dict()), type(scheduler).__name__
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 8)
+    state = scaler.state_dict()
+    assert state and not _holds_tensor(state)
+    assert _holds_tensor(optimizer.state_dict())

@@ -366,6 +366,36 @@ def _caught(ctx: Context, node: cst.CSTNode) -> bool:
     return False
 
 
+def _torch_own(ctx: Context, use: DeviceUse) -> bool:
+    """Does the string go straight to torch itself: ``torch.device(s)``, ``x.to(s)``, the ``device=`` of a
+    function of torch (not of a library built on it, which may read the string first)?"""
+    if use.kind in (UseKind.TORCH_DEVICE, UseKind.TO):
+        return True
+    if use.kind is not UseKind.KEYWORD:
+        return False
+    arg = ctx.parent(use.expr)
+    call = ctx.parent(arg) if arg is not None else None
+    name = ctx.qualname(call.func) if isinstance(call, cst.Call) else None
+    return name is not None and name.split(".")[0] == "torch"
+
+
+def _mapped_sentinel(ctx: Context, node: cst.CSTNode, value: str, use: DeviceUse) -> bool:
+    """Is the variable the string is assigned to compared with that same string in the same function
+    (``args.device = "gpu"`` ... ``"cuda" if args.device == "gpu" else "cpu"``)? The code maps its own
+    sentinel to a device before torch sees it."""
+    if use.kind is not UseKind.ASSIGN or use.target is None:
+        return False
+    scope: cst.CSTNode = ctx.enclosing_function(node) or ctx.module
+    for comparison in ctx.nodes(cst.Comparison):
+        if not any(a is scope for a in ctx.ancestors(comparison)):
+            continue
+        sides = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+        if any(dotted_name(side) == use.target for side in sides) and any(
+                string_value(side) == value for side in sides):
+            return True
+    return False
+
+
 class _Trigger:
     """DEV003's byte pre-filter. A file passes when it has
 
@@ -467,7 +497,12 @@ function; `"cuda:{}".format(i)`, `"cuda:%d" % i` and `f"cuda:{i}{j}"` may be val
 `torch.device(...)`, `.to(...)` or a torch function's `device=` is checked whatever it says; a string
 that reaches a device position through a variable, a `device` parameter default or a `"device"` key, or
 goes to an unknown callee, is checked only when it starts like a torch device type, so sentinels such
-as `"auto"` pass. Device types that out-of-tree backends register (`npu`, `mlu`, `musa`, `neuron`,
+as `"auto"` pass. An empty string is checked only where it goes straight to torch (`torch.device("")`,
+`.to("")`, a torch function's `device=""`): libraries built on torch read it as "not set" (timm's
+`ModelEma(model, device="")` leaves the copy where the model is, yolov5's `select_device("")` picks one).
+A string assigned to a variable that the same function then compares with that very string
+(`args.device = "gpu"` ... `torch.device("cuda" if args.device == "gpu" else "cpu")`) is the program's own
+sentinel, mapped before torch sees it. Device types that out-of-tree backends register (`npu`, `mlu`, `musa`, `neuron`,
 `tpu`, `gcu`, ...) are accepted: `torch.device` knows them once the backend is imported.
 '''
     doc_why = '''
@@ -501,6 +536,9 @@ Other strings built at run time (`"cuda:" + str(i)`, values read from a config f
 caller) are not checked, nor a built string whose only flaw needs its values (`"cuda:0{}"` is invalid
 for every value too, but is not reported). A device type
 registered by an out-of-tree backend that devlint does not know is reported until it is added to its list.
+A variable compared with its invalid string anywhere in its function is taken as mapped, even where the
+comparison only prints something and the string then reaches torch unchanged (missed); an empty
+`device=""` handed to a library that passes it on to torch unread is missed too.
 '''
     doc_options = '''
 None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV003` apply as for every rule.
@@ -590,6 +628,10 @@ parse gets its own E999 and the other cells are still checked.
             spelled = devices.STARTS_LIKE_DEVICE.match(value) or (reaches and devices.suggest(value)[0] is not None)
             if loose and (not spelled or (other and not reaches)):
                 continue
+            if value == "" and not _torch_own(ctx, use):
+                continue  # device="" is "not set" to a library (timm's ModelEma, yolov5's select_device)
+            if _mapped_sentinel(ctx, node, value, use):
+                continue  # args.device = "gpu" ... torch.device("cuda" if args.device == "gpu" else "cpu")
             caught = _caught(ctx, node)
             if caught and use.kind is UseKind.TORCH_DEVICE:
                 continue  # try: torch.device(s) except RuntimeError: -- a validity test, on purpose

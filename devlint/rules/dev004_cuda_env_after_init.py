@@ -65,8 +65,9 @@ and other `torch.cuda` queries, `.cuda()`, or creating a CUDA tensor.
 
 Not reported: writes before `import torch`, writes after `import torch` with no CUDA call before them,
 reads (`os.environ.get(...)`), `env=` dictionaries for subprocesses, which configure a new process, and
-`if cpu: os.environ["CUDA_VISIBLE_DEVICES"] = "-1"` (a value that hides every GPU) when the function then
-decides on the same flag itself (`cuda = not cpu and torch.cuda.is_available()`): the CPU is chosen anyway.
+`if cpu: os.environ["CUDA_VISIBLE_DEVICES"] = "-1"` (a value that hides every GPU; also `if cpu or mps:`, as
+in yolov5's `select_device`) when the function then decides on the same flag itself (`cuda = not cpu and
+torch.cuda.is_available()`): the CPU (or MPS) is chosen anyway.
 '''
     doc_why = '''
 The CUDA runtime reads `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` once, when CUDA is initialised in
@@ -516,19 +517,22 @@ _NO_GPU = frozenset({"-1", ""})
 
 
 def _cpu_request(ctx: Context, node: cst.Assign | cst.Call, var: str) -> bool:
-    """``if cpu: os.environ["CUDA_VISIBLE_DEVICES"] = "-1"`` where the function then picks the device from the
-    same flag itself (``cuda = not cpu and torch.cuda.is_available()``): hiding the GPUs too late changes
-    nothing, the CPU is chosen anyway."""
+    """``if cpu: os.environ["CUDA_VISIBLE_DEVICES"] = "-1"`` (also ``if cpu or mps:``) where the function then
+    picks the device from the same flag itself (``cuda = not cpu and torch.cuda.is_available()``): hiding the
+    GPUs too late changes nothing, the CPU is chosen anyway."""
     if var != "CUDA_VISIBLE_DEVICES" or CudaEnvAfterInit._literal_value(node, var) not in _NO_GPU:
         return False
     stmt = ctx.parent(node) if isinstance(node, cst.Assign) else ctx.parent(ctx.parent(node))
     block = ctx.parent(stmt)
     branch = ctx.parent(block)
-    if not isinstance(branch, cst.If) or not isinstance(branch.test, cst.Name):
+    if not isinstance(branch, cst.If):
         return False
-    flag, func = branch.test.value, ctx.enclosing_function(node)
+    flags = _or_flags(branch.test)
+    if not flags:
+        return False
+    func = ctx.enclosing_function(node)
     for name in ctx.nodes(cst.Name):  # a decision on the same flag after the if
-        if name.value != flag or ctx.order[name] <= ctx.order[branch] or ctx.enclosing_function(name) is not func \
+        if name.value not in flags or ctx.order[name] <= ctx.order[branch] or ctx.enclosing_function(name) is not func \
                 or any(a is branch for a in ctx.ancestors(name)):
             continue
         parent = ctx.parent(name)
@@ -536,6 +540,16 @@ def _cpu_request(ctx: Context, node: cst.Assign | cst.Call, var: str) -> bool:
                 or (isinstance(parent, (cst.If, cst.IfExp)) and parent.test is name):
             return True
     return False
+
+
+def _or_flags(test: cst.BaseExpression) -> set[str]:
+    """The flags of ``if cpu:`` / ``if cpu or mps:`` (yolov5's select_device), else nothing."""
+    if isinstance(test, cst.Name):
+        return {test.value}
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        left, right = _or_flags(test.left), _or_flags(test.right)
+        return left | right if left and right else set()
+    return set()
 
 
 def _span(ctx: Context, call: cst.Call) -> int:

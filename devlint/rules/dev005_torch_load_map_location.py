@@ -237,7 +237,8 @@ def _uses_as_state(flow: _Flow, call: cst.Call) -> bool:
     func = call.func
     name = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "").split(".")[-1]
     if name.endswith(devices.STATE_LOADER) and any(flow.mentions(a.value) for a in call.args):
-        return True
+        receiver = (dotted_name(func.value) or "") if isinstance(func, cst.Attribute) else ""
+        return not devices.SCALAR_STATE_HOLDER.search(receiver.split(".")[-1])
     if isinstance(func, cst.Attribute) and name in devices.MODULE_ONLY_METHODS and flow.is_direct(func.value):
         return True
     return isinstance(func, (cst.Name, cst.Attribute)) and dotted_name(func) in flow.direct  # model(x)
@@ -454,6 +455,17 @@ def _loads_others_checkpoints(ctx: Context) -> bool:
     return project is not None and len(project.paths) > 1 and not project.any_file(_CHECKPOINT_WRITERS)
 
 
+def _no_writer_beside(ctx: Context) -> bool:
+    """In a run over more than one file: does neither the file nor another Python file of its folder write a
+    checkpoint? The load then reads what a program elsewhere wrote (a demo, an inference or conversion script
+    beside no training): most often published weights, whose device devlint cannot see."""
+    project = ctx.project
+    if project is None or len(project.paths) <= 1:
+        return False
+    if _CHECKPOINT_WRITERS.search((ctx.text or ctx.module.code).encode("utf-8", "replace")):
+        return False
+    return not any(_CHECKPOINT_WRITERS.search(data) for data in project.siblings(ctx.path))
+
 
 def _saves_cpu_state(ctx: Context) -> bool:
     """Does the program write its checkpoints from the CPU: the file calls ``torch.save``, every call saves a
@@ -660,7 +672,9 @@ Not reported:
   "cpu"}`, `lambda storage, loc: storage`, `None if use_gpu else "cpu"`);
 - a call with `*args` or `**kwargs` (they may carry `map_location`);
 - a load whose value is not seen to become model state: data and dataset caches, evaluation results,
-  scalar state (a scheduler's numbers, RNG states), a checkpoint handed to a helper of another library
+  scalar state (a scheduler's numbers, RNG states; also `self.lr_scheduler.load_state_dict(torch.load(p))`
+  and `scaler.load_state_dict(...)`: a learning-rate scheduler's and a `GradScaler`'s state dicts hold
+  Python numbers, no tensor), a checkpoint handed to a helper of another library
   (ignite's `Checkpoint.load_objects`) or to a function that is not `load_state_dict`;
 - a round trip in one process: the function (or module) that loads first writes the same file with
   `torch.save` (`torch.save(model.state_dict(), path)` ... `model.load_state_dict(torch.load(path))`): its
@@ -685,8 +699,12 @@ Not reported:
 - a project that writes no checkpoint: in a run over more than one file, no file of it calls `torch.save`,
   `save_checkpoint(...)`, `ModelCheckpoint(...)`, `.save_pretrained(...)`, `.save_state(...)`,
   `.save_model(...)` or `accelerator.save(...)` (a byte search: a comment that names one counts). What
-  such a project loads was written by someone else, on a device devlint cannot see. A file linted alone is
-  not judged so (devlint does not see the rest of its program);
+  such a project loads was written by someone else, on a device devlint cannot see. The same for a file
+  of a larger project when neither it nor another Python file of its folder writes a checkpoint: a demo,
+  an inference, evaluation or conversion script beside no training (`demo/`, `main_test_*.py` next to
+  no saver) mostly loads published weights (on the real-code benchmark, 24 of the 29 labelled loads of this shape
+  were no bug). A file linted alone is not judged so (devlint does not see the rest of its
+  program);
 - the GPU arm of an `if` that tests the device (its test names the CPU, CUDA or a GPU: `if cpu:`, `if
   args.gpu is None:`) whose other arm loads onto the CPU (`if cpu: torch.load(p,
   map_location=torch.device("cpu"))` / `else: torch.load(p)`): the code handles the machine without CUDA
@@ -774,6 +792,9 @@ still be a file of CPU tensors (weights published after `.cpu()`, a checkpoint s
 nothing) or add `# noqa: DEV005`. Proving that the same code saved the file from CPU tensors would need
 to follow the path and the tensors' devices across programs and runs; devlint only recognises the round
 trip within one function and a program directory that never mentions an accelerator.
+A script in a folder that writes no checkpoint is left out, also when it loads what the project's training
+in another folder saved from a GPU (`demo/live.py` loading the weights `train.py` writes one folder up, an
+app loading a notebook's `model.pth`): devlint cannot tell those from published weights there.
 
 Loads it leaves out, and that can fail the same way: a checkpoint whose use it does not see (passed to a
 helper of the project or of a library, kept in an attribute and used in another method, returned from a
@@ -907,7 +928,7 @@ only the changed cells' sources.
                 continue
             if cpu_only is None:
                 cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) or _saves_cpu_state(ctx) \
-                    or _loads_others_checkpoints(ctx)
+                    or _loads_others_checkpoints(ctx) or _no_writer_beside(ctx)
             if cpu_only:
                 return
             yield self._report(ctx, call, _short(loader), passed if isinstance(passed, cst.Arg) else None)

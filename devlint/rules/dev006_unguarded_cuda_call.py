@@ -133,9 +133,11 @@ asks whether there is a GPU (`torch.cuda.is_available()`, `torch.accelerator.is_
 `print("CUDA available:", torch.cuda.is_available())`), compares a device with `"cpu"` or `"mps"`,
 chooses `"cpu"` / `"mps"` (a branch of a conditional expression, a device variable, a `device="cpu"` parameter
 default, a `--device` option's default, a `"device"` config entry), or has a GPU option that is off by
-default (`--cpu`, `--no-cuda`, `--cuda` with `action="store_true"`). A GPU count used as a number
+default (`--cpu`, `--no-cuda`, `--cuda` with `action="store_true"`; not an option that keeps one part on the
+CPU, `--model-ema-force-cpu`, `--cpu-offload`). A GPU count used as a number
 (`nprocs = n * torch.cuda.device_count()`, `torch.cuda.device_count() > 1` for `DataParallel`) is no
-fallback. A script with no fallback anywhere,
+fallback, nor a CPU copy of a model beside the GPU one (timm's `ModelEma(model, device="cpu" if force_cpu
+else "")`, where `""` leaves the copy on the model's device). A script with no fallback anywhere,
 that puts everything on CUDA with `.cuda()` / `"cuda"`, is GPU-only as written: DEV001 reports its
 hard-coded devices, and once they fall back to the CPU this rule reports the CUDA-only calls that still
 stand in the way.
@@ -387,7 +389,11 @@ def _device_agnostic(ctx: Context) -> bool:
         value = string_value(literal)
         if value is None or not devices.is_valid(value) or devices.parse_device(value).type not in _OTHER_DEVICES:
             continue
-        if _compared(ctx, literal) or isinstance(ctx.parent(literal), cst.IfExp):
+        parent = ctx.parent(literal)
+        other = (parent.orelse if parent.body is literal else parent.body) if isinstance(parent, cst.IfExp) else None
+        if other is not None and string_value(other) == "":
+            continue  # ModelEma(device="cpu" if force_cpu else ""): a copy kept on the CPU, "" leaves it be
+        if _compared(ctx, literal) or isinstance(parent, cst.IfExp):
             return True  # device == "cpu", "cuda" if ok else "cpu"
         use = uses.use_of(literal)
         if use is not None and use.kind.loose:
@@ -471,10 +477,17 @@ def _compared(ctx: Context, literal: cst.SimpleString) -> bool:
     return isinstance(parent, (cst.Comparison, cst.ComparisonTarget))
 
 
+# Words of an option that puts one part of the program on the CPU, not the program itself.
+_PART_OF_PROGRAM = frozenset({"ema", "offload", "data", "dataloader", "loader", "optimizer", "optim", "cache",
+                              "swap", "workers", "threads"})
+
+
 def _gpu_opt_in(name: str, option: CommandLineOption) -> bool:
     """A command-line option that makes the GPU optional: ``--cpu``, ``--no-cuda``, or ``--cuda`` / ``--gpu``
     that is off by default (``action="store_true"``, ``default=False`` or ``None``)."""
     words = name.lower().split("_")
+    if not _PART_OF_PROGRAM.isdisjoint(words):
+        return False  # --model-ema-force-cpu, --cpu-offload: one part kept on the CPU, the program on the GPU
     if "cpu" in words or ("no" in words and devices.is_guard_text(name)):
         return True
     if not devices.is_guard_text(name):
