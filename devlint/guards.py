@@ -637,15 +637,23 @@ def _number(expr: cst.BaseExpression) -> float | None:
 
 
 def _top_level_imports(module: cst.Module) -> list[str]:
-    """The modules a module's own top level imports unconditionally (``import a.b``, ``from a import b``)."""
+    """The modules a module's own top level imports unconditionally (``import a.b``, ``from a import b``;
+    relative ones as written, ``.op.deform_attn``, and ``from . import x`` as ``.x``)."""
     found: list[str] = []
     for stmt in module.body:
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
             if isinstance(small, cst.Import):
                 found.extend(dotted_name(alias.name) or "" for alias in small.names)
-            elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+            elif isinstance(small, cst.ImportFrom) and small.relative:  # ".op.deform_attn" as written
+                name = dotted_name(small.module) if small.module is not None else ""
+                head = "." * len(small.relative) + (name or "")
+                if name or isinstance(small.names, cst.ImportStar):
+                    found.append(head)
+                else:  # from . import fused_act: modules of the package, maybe
+                    found.extend(head + (dotted_name(a.name) or "") for a in small.names)
+            elif isinstance(small, cst.ImportFrom) and small.module is not None:
                 found.append(dotted_name(small.module) or "")
-    return [m for m in found if m]
+    return [m for m in found if m and m.strip(".")]
 
 
 class _Flags:

@@ -362,7 +362,9 @@ class Project:
         extensions = self.cuda_extensions
 
         def cuda_only(module: str, path: str | None) -> bool:
-            if module in libraries or module.split(".")[0] in libraries - {"cuda"}:
+            if module.startswith("."):  # a relative import: its file, or a compiled extension beside it
+                module = module.lstrip(".")
+            elif module in libraries or module.split(".")[0] in libraries - {"cuda"}:
                 return True
             if path is not None and self._builds_cuda_at_import(path):
                 return True  # stylegan2's op/fused_act.py: `fused = load("fused", sources=[... ".cu"])`
@@ -373,10 +375,10 @@ class Project:
 
         seen: set[str] = set()
         frontier = [(module, near) for module in modules]
-        for _hop in range(3):  # the file's imports, then what the project's modules among them import at their top
+        for _hop in range(_IMPORT_HOPS):  # the file's imports, then what the project's modules among them import
             following: list[tuple[str, str]] = []
             for module, importer in frontier:
-                path = self.module_file(module, importer)
+                path = self._import_file(module, importer)
                 if cuda_only(module, path):
                     return True
                 if path is not None and path not in seen:
@@ -384,7 +386,19 @@ class Project:
                     self.consulted.add(path)  # its top imports decide: the asking file depends on it
                     following.extend((m, path) for m in self._top_imports(path))
             frontier = following
-        return any(cuda_only(module, self.module_file(module, importer)) for module, importer in frontier)
+        return any(cuda_only(module, self._import_file(module, importer)) for module, importer in frontier)
+
+    def _import_file(self, module: str, importer: str) -> str | None:
+        """The file of an imported module: absolute (``models.op.fused_act``) or relative to the importer
+        (``.op.deform_attn``, leading dots as written), None when it is not one of the run's files."""
+        if not module.startswith("."):
+            return self.module_file(module, importer)
+        rest = module.lstrip(".")
+        base = os.path.dirname(os.path.abspath(importer))
+        for _ in range(len(module) - len(rest) - 1):
+            base = os.path.dirname(base)
+        target = os.path.join(base, *rest.split(".")) if rest else base
+        return next((c for c in (target + ".py", os.path.join(target, "__init__.py")) if c in self._path_set), None)
 
     def _builds_cuda_at_import(self, path: str) -> bool:
         """Does the module build CUDA kernels when it is imported: a statement at its top level that calls
@@ -408,6 +422,9 @@ class Project:
         for node in tree.body if isinstance(tree, ast.Module) else []:
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level:  # relative: ".op.deform_attn"; from . import x: ".x"
+                head = "." * node.level + (node.module or "")
+                found.update([head] if node.module else (head + alias.name for alias in node.names))
             elif isinstance(node, ast.ImportFrom) and node.module:
                 found.add(node.module)
         self._top[path] = frozenset(found)
@@ -591,6 +608,9 @@ def _regular_file(path: str, flags: int) -> int:
 
 # bytes that a CUDA source list or a CUDA inline build shows (the cheap test before the parse)
 _CUDA_SOURCE = re.compile(rb"\.cu[\"']|cuda_sources")
+# How many imports away a CUDA-only module makes the importing file CUDA-only (every hop a top-level,
+# unconditional import: importing the file raises without CUDA at any depth; the bound keeps the walk short)
+_IMPORT_HOPS = 8
 
 
 def _top_level_cuda_build(data: bytes) -> bool:

@@ -133,8 +133,10 @@ CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also thro
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
 sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), or a module of
 the project that builds CUDA kernels at its top level when imported (`fused = load("fused", sources=[...,
-"kernel.cu"])`: without the CUDA toolkit the import raises), directly or through modules of the project (up
-to three imports away); an `except` handler for CUDA running out of memory;
+"kernel.cu"])`: without the CUDA toolkit the import raises), directly or through modules of the project
+that import it at their top level, unconditionally (up to eight imports away, relative imports too:
+`from .op.deform_attn import deform_attn`, `from ..functions import MSDeformAttnFunction`); an `except`
+handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
 `torch.distributed` is initialised, and functions that run a collective such as `broadcast`).
 '''
