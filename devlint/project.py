@@ -492,6 +492,19 @@ class Project:
         names = self._reachable[path]
         return names is None or name in names
 
+    def mentioned_elsewhere(self, name: str, home: str) -> bool:
+        """Does a file of the run other than ``home`` mention ``name`` as a word (it may import and read a
+        module-level variable of ``home``)? A byte search; every file read is consulted."""
+        word = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+        here = os.path.abspath(home)
+        for path in self.paths:
+            if path == here:
+                continue
+            self.consulted.add(path)
+            if word.search(self.read(path) or b""):
+                return True
+        return False
+
     def used_as_value(self, name: str, home: str) -> bool:
         """Is the function ``name`` of ``home`` bound to another name somewhere it may be bound (``renderer =
         render_rays``): in ``home`` or in a file that imports the name or star-imports a module? Its calls then go

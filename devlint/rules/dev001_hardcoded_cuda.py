@@ -87,7 +87,10 @@ the project whose parameter it becomes a device in (`model.sample(8, "cuda")`).
 
 Not reported: device-agnostic code — a conditional expression that tests availability
 (`"cuda" if torch.cuda.is_available() else "cpu"`, the cuda/mps/cpu chain), code inside
-`if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, in the `else` of
+`if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":` (also a device variable
+read only there or compared, directly or through names built from it: `DEVICE = "cuda"`, `CUDA_DEVICE =
+f"{DEVICE}:{DEVICE_ID}"` used only under such a check; a module-level one only when no other file of the
+project mentions its name, which may import and read it), in the `else` of
 `if not torch.cuda.is_available():`, or after an early exit when CUDA is unavailable (`sys.exit`, `raise`,
 `parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
 (`init_env(args)` that exits without a GPU), guards held in a variable (`use_gpu = torch.cuda.is_available()`)
@@ -367,6 +370,8 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
                 continue  # device: torch.device = attr.ib(default=torch.device("cuda")), passed by every caller
             if use.kind is UseKind.ARGPARSE and _option_only_inspected(ctx, ctx.parent(use.expr)):
                 continue  # --device cuda:0 only compared with "cpu" and spliced into f"cuda:{...}"
+            if use.kind is UseKind.ASSIGN and _read_only_where_guarded(ctx, use.expr):
+                continue  # DEVICE = "cuda" read only under `if torch.cuda.is_available():`
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
@@ -554,6 +559,46 @@ def _inspected(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
         reads = [n for n in ctx.nodes(cst.Name) if n.value == name and not _is_target(ctx, n)]
         return all(_inspected(ctx, n, depth - 1) for n in reads)
     return False
+
+
+def _read_only_where_guarded(ctx: Context, value: cst.BaseExpression, depth: int = 2) -> bool:
+    """Is ``value``, assigned to a plain name (``DEVICE = "cuda"``), read only where CUDA was checked for (under
+    ``if torch.cuda.is_available():``, after an exit without it) or compared, also through names built from it
+    (``CUDA_DEVICE = f"{DEVICE}:{DEVICE_ID}"`` read only there), ``depth`` names deep? A module-level name
+    that another file of the project mentions may be read there: not judged so."""
+    assign = ctx.parent(value)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
+            or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    name = assign.targets[0].target.value
+    scope = ctx.enclosing_function(assign)
+    reads = [n for n in ctx.nodes(cst.Name) if n.value == name and not _is_target(ctx, n) and not _binds(ctx, n)
+             and (scope is None or any(a is scope for a in ctx.ancestors(n)))]
+    if not reads or not all(_flows_where_guarded(ctx, read, depth) for read in reads):
+        return False
+    return scope is not None or ctx.project is None or not ctx.project.mentioned_elsewhere(name, ctx.path)
+
+
+def _binds(ctx: Context, name: cst.Name) -> bool:
+    """A parameter's name or an argument's keyword: no read of a variable."""
+    parent = ctx.parent(name)
+    return isinstance(parent, cst.Param) or (isinstance(parent, cst.Arg) and parent.keyword is name)
+
+
+def _flows_where_guarded(ctx: Context, read: cst.BaseExpression, depth: int) -> bool:
+    """Does the value read at ``read`` reach a device only where CUDA was checked for: the read is guarded or
+    compared, or it flows (through conditional expressions and f-strings) into a name read only so?"""
+    if guards(ctx).is_guarded(read):
+        return True
+    expr: cst.CSTNode = read
+    parent = ctx.parent(expr)
+    while isinstance(parent, (cst.IfExp, cst.FormattedStringExpression, cst.FormattedString)) \
+            and getattr(parent, "test", None) is not expr:
+        expr, parent = parent, ctx.parent(parent)
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+        return True
+    return depth > 0 and isinstance(parent, cst.Assign) and isinstance(expr, cst.BaseExpression) \
+        and _read_only_where_guarded(ctx, expr, depth - 1)
 
 
 def _is_target(ctx: Context, name: cst.Name) -> bool:
