@@ -222,18 +222,37 @@ class Project:
     def _exported(self, path: str) -> dict[str, tuple[int, str, str]]:
         """The names ``path`` binds with ``from ... import`` at its top level: (level, module, name)."""
         if path not in self._exports:
-            import ast
+            self._scan_top(path)
+        return self._exports[path]
 
+    def note_tree(self, path: str, data: bytes, tree: ast.Module) -> None:
+        """The pre-filter parsed this file of the run (``data``, its bytes on disk): keep its top-level imports,
+        so that the walks of the files importing it do not parse it again."""
+        here = os.path.abspath(path)
+        if here in self._path_set and here not in self._top and self.read(here) == data:
+            self._scan_top(here, tree)
+
+    def _scan_top(self, path: str, tree: ast.Module | None = None) -> None:
+        """One parse of ``path``'s top level for both :meth:`_exported` and :meth:`_top_imports` (a file the
+        import walk reaches is often one a name is followed through)."""
+        import ast
+
+        if tree is None:
             data = self.read(path)
             tree = _ast_of(data) if data is not None and b"import" in data else None
-            names: dict[str, tuple[int, str, str]] = {}
-            for node in tree.body if isinstance(tree, ast.Module) else []:
-                if isinstance(node, ast.ImportFrom) and (node.level or self.has_module(node.module or "")):
+        names: dict[str, tuple[int, str, str]] = {}
+        found: set[str] = set()
+        for node in tree.body if isinstance(tree, ast.Module) else []:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                found.update(_imported_modules(node))
+                if node.level or self.has_module(node.module or ""):
                     for alias in node.names:
                         if alias.name != "*":
                             names[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
-            self._exports[path] = names
-        return self._exports[path]
+        self._exports[path] = names
+        self._top[path] = frozenset(found)
 
     def _relative_file(self, path: str, level: int, module: str, name: str) -> tuple[str, str] | None:
         base = os.path.dirname(os.path.abspath(path))
@@ -411,23 +430,10 @@ class Project:
         return self._builds_cuda[path]
 
     def _top_imports(self, path: str) -> frozenset[str]:
-        """The modules ``path`` imports at its top level (parsed once per run: every file importing it asks)."""
-        import ast
-
-        if path in self._top:
-            return self._top[path]
-        data = self.read(path)
-        tree = _ast_of(data)
-        found: set[str] = set()
-        for node in tree.body if isinstance(tree, ast.Module) else []:
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level:  # relative: ".op.deform_attn"; from . import x: ".x"
-                head = "." * node.level + (node.module or "")
-                found.update([head] if node.module else (head + alias.name for alias in node.names))
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                found.add(node.module)
-        self._top[path] = frozenset(found)
+        """The modules ``path`` imports at its top level (parsed once per run: every file importing it asks);
+        relative ones as written (``.op.deform_attn``; ``from . import x`` as ``.x``)."""
+        if path not in self._top:
+            self._scan_top(path)
         return self._top[path]
 
     def calls_named(self, name: str, also: tuple[str, ...] = (),
@@ -540,6 +546,15 @@ class Project:
 
 # a called name: what `\bNAME\s*\(` finds (an identifier not preceded by a word character, then a parenthesis)
 _CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
+
+
+def _imported_modules(node: ast.ImportFrom) -> list[str]:
+    """The modules a ``from`` import names: ``a.b``; relative ones as written, ``.op.deform_attn``, and for
+    ``from . import x`` (modules of the package, maybe) ``.x``."""
+    dots = "." * node.level
+    if node.module:
+        return [dots + node.module]
+    return [dots + alias.name for alias in node.names if alias.name != "*"] if node.level else []
 
 
 def _ast_of(data: bytes | None) -> ast.Module | None:

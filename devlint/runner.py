@@ -104,7 +104,10 @@ def applicable(data: bytes, rules: list[Rule], project: Project | None = None, p
     if rules and len(data) <= LIBCST_MAX_BYTES:  # (over the limit the ast costs GBs: report it as not checked)
         tree = screen.parse(data)
         if tree is not None:  # else LibCST decides (and reports the syntax error)
-            index = screen.AstIndex.build(tree, project if project is not None else _PROJECT, path)
+            project = project if project is not None else _PROJECT
+            if project is not None and path is not None:
+                project.note_tree(path, data, tree)
+            index = screen.AstIndex.build(tree, project, path)
             rules = [r for r in rules if r.screen(index)]
     return rules
 

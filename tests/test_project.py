@@ -138,3 +138,28 @@ def test_a_function_that_requires_cuda_is_read_once_per_run(tmp_path, monkeypatc
         assert parsed.count("helper.py") == 1, parsed
     finally:
         runner._PROJECT = None
+
+
+def test_a_tree_the_prefilter_parsed_spares_the_import_walk_a_parse(tmp_path, monkeypatch):
+    """The pre-filter's parse of a file gives the import walk its top-level imports (relative ones as written);
+    bytes that are not the file's on disk (standard input) are not taken for it."""
+    import ast
+
+    from devlint import project as project_module
+    from devlint.project import Project
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("import os\nfrom .op import kernel\nfrom . import b\n")
+    (pkg / "b.py").write_text("import sys\n")
+    project = Project([str(p) for p in sorted(pkg.iterdir())])
+    a, b = str(pkg / "a.py"), str(pkg / "b.py")
+    parses = []
+    monkeypatch.setattr(project_module, "_ast_of", lambda data: parses.append(data) or ast.parse(data or b""))
+    data = (pkg / "a.py").read_bytes()
+    project.note_tree(a, data, ast.parse(data))
+    assert project._top_imports(a) == frozenset({"os", ".op", ".b"}) and parses == []
+    other = b"import json\n"  # what standard input said for b.py
+    project.note_tree(b, other, ast.parse(other))
+    assert project._top_imports(b) == frozenset({"sys"}) and parses == [b"import sys\n"]
