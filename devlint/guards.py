@@ -640,7 +640,12 @@ def _top_level_imports(module: cst.Module) -> list[str]:
     """The modules a module's own top level imports unconditionally (``import a.b``, ``from a import b``;
     relative ones as written, ``.op.deform_attn``, and ``from . import x`` as ``.x``)."""
     found: list[str] = []
-    for stmt in module.body:
+    statements: list[cst.CSTNode] = []
+    for top in module.body:  # and the body of a try every handler of which raises: the import is required
+        statements.append(top)
+        if isinstance(top, cst.Try) and top.handlers and all(_handler_raises(h) for h in top.handlers):
+            statements.extend(top.body.body)
+    for stmt in statements:
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
             if isinstance(small, cst.Import):
                 found.extend(dotted_name(alias.name) or "" for alias in small.names)
@@ -649,11 +654,33 @@ def _top_level_imports(module: cst.Module) -> list[str]:
                 head = "." * len(small.relative) + (name or "")
                 if name or isinstance(small.names, cst.ImportStar):
                     found.append(head)
+                    found.extend(_maybe_submodules(head, small))
                 else:  # from . import fused_act: modules of the package, maybe
                     found.extend(head + (dotted_name(a.name) or "") for a in small.names)
             elif isinstance(small, cst.ImportFrom) and small.module is not None:
                 found.append(dotted_name(small.module) or "")
+                found.extend(_maybe_submodules(dotted_name(small.module) or "", small))
     return [m for m in found if m and m.strip(".")]
+
+
+def _handler_raises(handler: cst.ExceptHandler) -> bool:
+    """Does the ``except`` handler raise (not inside a function or class it defines: yolact's fallback
+    ``def DCN(*args): raise Exception(...)`` makes the import optional)?"""
+    stack: list[cst.CSTNode] = [handler.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Raise):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+    return False
+
+
+def _maybe_submodules(head: str, node: cst.ImportFrom) -> list[str]:
+    """``from a import b``: ``?a.b``, a submodule of ``a`` only if it is a file of the project (project.py)."""
+    if isinstance(node.names, cst.ImportStar) or not head.strip("."):
+        return []
+    return ["?" + head + "." + (dotted_name(a.name) or "") for a in node.names]
 
 
 class _Flags:

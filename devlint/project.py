@@ -243,14 +243,15 @@ class Project:
         names: dict[str, tuple[int, str, str]] = {}
         found: set[str] = set()
         for node in tree.body if isinstance(tree, ast.Module) else []:
+            if isinstance(node, ast.ImportFrom) and (node.level or self.has_module(node.module or "")):
+                for alias in node.names:
+                    if alias.name != "*":
+                        names[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
+        for node in _required_statements(tree.body) if isinstance(tree, ast.Module) else []:
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
                 found.update(_imported_modules(node))
-                if node.level or self.has_module(node.module or ""):
-                    for alias in node.names:
-                        if alias.name != "*":
-                            names[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
         self._exports[path] = names
         self._top[path] = frozenset(found)
 
@@ -396,8 +397,10 @@ class Project:
         frontier = [(module, near) for module in modules]
         for _hop in range(_IMPORT_HOPS):  # the file's imports, then what the project's modules among them import
             following: list[tuple[str, str]] = []
-            for module, importer in frontier:
-                path = self._import_file(module, importer)
+            for marked, importer in frontier:
+                module, path = self._import_target(marked, importer)
+                if not module:
+                    continue
                 if cuda_only(module, path):
                     return True
                 if path is not None and path not in seen:
@@ -405,7 +408,16 @@ class Project:
                     self.consulted.add(path)  # its top imports decide: the asking file depends on it
                     following.extend((m, path) for m in self._top_imports(path))
             frontier = following
-        return any(cuda_only(module, self._import_file(module, importer)) for module, importer in frontier)
+        return any(cuda_only(module, self._import_file(module, importer)) for module, importer in frontier
+                   if not module.startswith("?"))
+
+    def _import_target(self, module: str, importer: str) -> tuple[str, str | None]:
+        """(module, its file) for the walk; ``?a.b`` (a name ``from a import b`` imports) only when it is a
+        module of the project, else ("", None): nothing to follow."""
+        if not module.startswith("?"):
+            return module, self._import_file(module, importer)
+        path = self._import_file(module[1:], importer)
+        return (module[1:], path) if path is not None else ("", None)
 
     def _import_file(self, module: str, importer: str) -> str | None:
         """The file of an imported module: absolute (``models.op.fused_act``) or relative to the importer
@@ -548,13 +560,44 @@ class Project:
 _CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
 
 
+def _required_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements a module runs unconditionally at its top: its top level, and the body of a ``try`` every
+    handler of which raises (``try: import pointnet2._ext as _ext`` / ``except ImportError: raise
+    ImportError("build the extension")``: the import is required all the same)."""
+    import ast
+
+    found: list[ast.stmt] = []
+    for stmt in body:
+        found.append(stmt)
+        if isinstance(stmt, ast.Try) and stmt.handlers and all(_raises(h) for h in stmt.handlers):
+            found.extend(stmt.body)
+    return found
+
+
+def _raises(handler: ast.ExceptHandler) -> bool:
+    """Does the handler raise (anywhere in its body, not in a function it defines)?"""
+    import ast
+
+    stack: list[ast.AST] = list(handler.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Raise):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _imported_modules(node: ast.ImportFrom) -> list[str]:
     """The modules a ``from`` import names: ``a.b``; relative ones as written, ``.op.deform_attn``, and for
-    ``from . import x`` (modules of the package, maybe) ``.x``."""
+    ``from . import x`` (modules of the package, maybe) ``.x``; each imported name as a possible submodule,
+    marked ``?`` (``from pointnet2 import pointnet2_utils``: ``?pointnet2.pointnet2_utils``, followed only when
+    it is a file of the project, never taken for a compiled extension)."""
     dots = "." * node.level
+    names = [alias.name for alias in node.names if alias.name != "*"]
     if node.module:
-        return [dots + node.module]
-    return [dots + alias.name for alias in node.names if alias.name != "*"] if node.level else []
+        return [dots + node.module, *("?" + dots + node.module + "." + name for name in names)]
+    return [dots + name for name in names] if node.level else []
 
 
 def _ast_of(data: bytes | None) -> ast.Module | None:
