@@ -641,10 +641,12 @@ def _top_level_imports(module: cst.Module) -> list[str]:
     relative ones as written, ``.op.deform_attn``, and ``from . import x`` as ``.x``)."""
     found: list[str] = []
     statements: list[cst.CSTNode] = []
-    for top in module.body:  # and the body of a try every handler of which raises: the import is required
+    for top in module.body:
         statements.append(top)
-        if isinstance(top, cst.Try) and top.handlers and all(_handler_raises(h) for h in top.handlers):
-            statements.extend(top.body.body)
+        if isinstance(top, cst.Try):
+            required, alternatives = _try_imports(top)
+            statements.extend(required)
+            found.extend(alternatives)
     for stmt in statements:
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
             if isinstance(small, cst.Import):
@@ -661,6 +663,33 @@ def _top_level_imports(module: cst.Module) -> list[str]:
                 found.append(dotted_name(small.module) or "")
                 found.extend(_maybe_submodules(dotted_name(small.module) or "", small))
     return [m for m in found if m and m.strip(".")]
+
+
+def _try_imports(node: cst.Try) -> tuple[Sequence[cst.CSTNode], list[str]]:
+    """A top-level ``try``: the statements of its body when every handler raises (its imports are required),
+    else the alternatives it imports, ``|_k|.build`` (``try: import _k`` / ``except ImportError: from .build
+    import _k``: one of them is), when every handler that does not raise imports something."""
+    if not node.handlers:
+        return [], []
+    if all(_handler_raises(h) for h in node.handlers):
+        return node.body.body, []
+    first = _imports_in(node.body.body)
+    others = [_imports_in(h.body.body) for h in node.handlers if not _handler_raises(h)]
+    return [], (["|" + "|".join([first[0], *(o[0] for o in others)])] if first and all(others) else [])
+
+
+def _imports_in(statements: Sequence[cst.CSTNode]) -> list[str]:
+    """The modules the simple statements import (``import a``: ``a``; ``from .backend import x``:
+    ``.backend``), for the alternatives of a ``try`` (project.imports_cuda_only reads ``|a|.backend``)."""
+    found: list[str] = []
+    for stmt in statements:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(small, cst.Import):
+                found.extend(dotted_name(alias.name) or "" for alias in small.names)
+            elif isinstance(small, cst.ImportFrom):
+                name = dotted_name(small.module) if small.module is not None else ""
+                found.append("." * len(small.relative) + (name or ""))
+    return [m for m in found if m.strip(".")]
 
 
 def _handler_raises(handler: cst.ExceptHandler) -> bool:

@@ -252,6 +252,7 @@ class Project:
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
                 found.update(_imported_modules(node))
+        found.update(_alternatives(tree.body) if isinstance(tree, ast.Module) else ())
         self._exports[path] = names
         self._top[path] = frozenset(found)
 
@@ -379,37 +380,47 @@ class Project:
         """Does one of ``modules`` (imported by the file ``near``) name a CUDA extension of the project or a
         CUDA-only library (``libraries``: TensorRT, PyCUDA, ...), or a module of the project that imports one
         at its top?"""
-        extensions = self.cuda_extensions
-
-        def cuda_only(module: str, path: str | None) -> bool:
-            if module.startswith("."):  # a relative import: its file, or a compiled extension beside it
-                module = module.lstrip(".")
-            elif module in libraries or module.split(".")[0] in libraries - {"cuda"}:
-                return True
-            if path is not None and self._builds_cuda_at_import(path):
-                return True  # stylegan2's op/fused_act.py: `fused = load("fused", sources=[... ".cu"])`
-            # a compiled extension has no .py of the project (basicsr's deform_conv.py loads deform_conv; an
-            # ffi extension "_ext.dcn_v2" is imported as `from ._ext import dcn_v2`)
-            return path is None and (module in extensions or module.rsplit(".", 1)[-1] in extensions
-                                     or any(e.startswith(module.rsplit(".", 1)[-1] + ".") for e in extensions))
-
         seen: set[str] = set()
         frontier = [(module, near) for module in modules]
         for _hop in range(_IMPORT_HOPS):  # the file's imports, then what the project's modules among them import
             following: list[tuple[str, str]] = []
             for marked, importer in frontier:
+                if marked.startswith("|"):  # one of these is imported: CUDA-only when each is (not walked on)
+                    if all(self._cuda_only_module(alt, importer, libraries) for alt in marked[1:].split("|")):
+                        return True
+                    continue
                 module, path = self._import_target(marked, importer)
                 if not module:
                     continue
-                if cuda_only(module, path):
+                if self._cuda_only_module(module, importer, libraries, path):
                     return True
                 if path is not None and path not in seen:
                     seen.add(path)
                     self.consulted.add(path)  # its top imports decide: the asking file depends on it
                     following.extend((m, path) for m in self._top_imports(path))
             frontier = following
-        return any(cuda_only(module, self._import_file(module, importer)) for module, importer in frontier
-                   if not module.startswith("?"))
+        return any(self._cuda_only_module(module, importer, libraries) for module, importer in frontier
+                   if not module.startswith(("?", "|")))
+
+    def _cuda_only_module(self, module: str, importer: str, libraries: frozenset[str],
+                          path: str | None = "") -> bool:
+        """Is the imported ``module`` (its file ``path``, looked up when not given) CUDA-only by itself: a
+        CUDA-only library, a module that builds CUDA kernels at import, a compiled CUDA extension of the
+        project?"""
+        if path == "":
+            path = self._import_file(module, importer)
+        if module.startswith("."):  # a relative import: its file, or a compiled extension beside it
+            module = module.lstrip(".")
+        elif module in libraries or module.split(".")[0] in libraries - {"cuda"}:
+            return True
+        if path is not None and self._builds_cuda_at_import(path):
+            return True  # stylegan2's op/fused_act.py: `fused = load("fused", sources=[... ".cu"])`
+        # a compiled extension has no .py of the project (basicsr's deform_conv.py loads deform_conv; an
+        # ffi extension "_ext.dcn_v2" is imported as `from ._ext import dcn_v2`)
+        extensions = self.cuda_extensions
+        last = module.rsplit(".", 1)[-1]
+        return path is None and (module in extensions or last in extensions
+                                 or any(e.startswith(last + ".") for e in extensions))
 
     def _import_target(self, module: str, importer: str) -> tuple[str, str | None]:
         """(module, its file) for the walk; ``?a.b`` (a name ``from a import b`` imports) only when it is a
@@ -572,6 +583,31 @@ def _required_statements(body: list[ast.stmt]) -> list[ast.stmt]:
         if isinstance(stmt, ast.Try) and stmt.handlers and all(_raises(h) for h in stmt.handlers):
             found.extend(stmt.body)
     return found
+
+
+def _alternatives(body: list[ast.stmt]) -> list[str]:
+    """``try: import _raymarching as _backend`` / ``except ImportError: from .backend import _backend``: the
+    module needs one of them, written ``|_raymarching|.backend`` (project.imports_cuda_only: CUDA-only when
+    every one is). A handler that raises adds nothing; one that imports nothing makes the import optional."""
+    import ast
+
+    def modules(stmts: list[ast.stmt]) -> list[str]:
+        found: list[str] = []
+        for stmt in stmts:
+            if isinstance(stmt, ast.Import):
+                found.extend(alias.name for alias in stmt.names)
+            elif isinstance(stmt, ast.ImportFrom):
+                found.extend(m for m in _imported_modules(stmt) if not m.startswith("?"))
+        return found
+
+    groups = []
+    for stmt in body:
+        if not isinstance(stmt, ast.Try) or not stmt.handlers or all(_raises(h) for h in stmt.handlers):
+            continue  # (a try whose handlers all raise: its imports are required one by one)
+        first, others = modules(stmt.body), [modules(h.body) for h in stmt.handlers if not _raises(h)]
+        if first and all(others):
+            groups.append("|" + "|".join([*first[:1], *(o[0] for o in others)]))
+    return groups
 
 
 def _raises(handler: ast.ExceptHandler) -> bool:

@@ -138,8 +138,10 @@ sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cud
 the project that builds CUDA kernels at its top level when imported (`fused = load("fused", sources=[...,
 "kernel.cu"])`: without the CUDA toolkit the import raises), directly or through modules of the project
 that import it at their top level, unconditionally (up to eight imports away, relative imports too:
-`from .op.deform_attn import deform_attn`, `from ..functions import MSDeformAttnFunction`); an `except`
-handler for CUDA running out of memory;
+`from .op.deform_attn import deform_attn`, `from ..functions import MSDeformAttnFunction`; also in a `try`
+whose handlers re-raise, or whose handler imports another CUDA-only module: `try: import _raymarching` /
+`except ImportError: from .backend import _backend` that builds it; not when the handler falls back to
+code that runs without CUDA); an `except` handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
 `torch.distributed` is initialised, and functions that run a collective such as `broadcast`).
 '''
