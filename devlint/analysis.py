@@ -164,11 +164,20 @@ class DeviceUses:
 
 
 def is_cuda_call(ctx: Context, call: cst.Call) -> bool:
-    """``x.cuda(...)``: torch's ``Tensor.cuda`` / ``Module.cuda`` (:func:`devices.is_cuda_method_call`)."""
+    """``x.cuda(...)``: torch's ``Tensor.cuda`` / ``Module.cuda`` (:func:`devices.is_cuda_method_call`); not
+    ``self.cuda(*items)`` in a class that defines its own ``cuda`` method (edge-connect's helper that moves
+    items with ``.to(config.DEVICE)``)."""
     func = call.func
-    return isinstance(func, cst.Attribute) and devices.is_cuda_method_call(
-        func.attr.value, ctx.qualname(func) is not None,
-        [a.keyword.value if a.keyword is not None else None for a in call.args])
+    if not isinstance(func, cst.Attribute) or not devices.is_cuda_method_call(
+            func.attr.value, ctx.qualname(func) is not None,
+            [a.keyword.value if a.keyword is not None else None for a in call.args]):
+        return False
+    if isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls = next((a for a in ctx.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+        if cls is not None and any(isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
+                                   for s in cls.body.body):
+            return False
+    return True
 
 
 def _only_inspected(ctx: Context, expr: cst.CSTNode) -> bool:
@@ -330,6 +339,8 @@ def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> boo
     name = (dotted_name(call.func) or "").split(".")[-1]
     if name in ("register_buffer", "register_parameter", "register_module", "add_module", "Parameter"):
         return True
+    if _torch_parameterless(ctx, call):
+        return False  # self.criterion = nn.MSELoss(reduction="mean"): a submodule with nothing to move
     if qn.startswith("torch.nn.") and name[:1].isupper():
         return True  # a layer: a submodule with parameters
     made = callee(ctx, call)

@@ -113,7 +113,9 @@ torch.device = attr.ib(default=torch.device("cuda"))`) that every construction o
 move — torch's losses, parameter-free activations, dropout and pooling built with constant
 arguments (`nn.CrossEntropyLoss().cuda()`, `criterion = nn.MSELoss()` then `criterion.cuda()`; not
 `nn.CrossEntropyLoss(weight=w)`, whose weight is a buffer, nor `nn.PReLU()`), and the project's module classes
-with no parameters, buffers or submodules: on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA.
+with no parameters, buffers or submodules other than such torch modules (`self.criterion =
+nn.MSELoss(reduction="mean")`): on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA; and
+`self.cuda(...)` in a class that defines its own `cuda` method (a helper that moves items with `.to(device)`).
 Files that never import torch are not checked.
 
 What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
