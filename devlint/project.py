@@ -70,6 +70,8 @@ class Project:
         self._answers: dict[tuple[str, ...], tuple[object, frozenset[str]]] = {}  # remember(): answer, its files
         self._values: dict[str, frozenset[str] | None] = {}  # path -> names it uses as values (used_as_value)
         self._builds_cuda: dict[str, bool] = {}  # path -> does it build CUDA kernels at import
+        self._targets: dict[tuple[str, str], tuple[str, str | None]] = {}  # (import, importer) -> (module, file)
+        self._module_cuda_only: dict[tuple[str, str | None, frozenset[str]], bool] = {}  # _cuda_only_module
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -409,6 +411,13 @@ class Project:
         project?"""
         if path == "":
             path = self._import_file(module, importer)
+        key = (module, path, libraries)
+        held = self._module_cuda_only.get(key)
+        if held is None:
+            held = self._module_cuda_only[key] = self._cuda_only_uncached(module, path, libraries)
+        return held
+
+    def _cuda_only_uncached(self, module: str, path: str | None, libraries: frozenset[str]) -> bool:
         if module.startswith("."):  # a relative import: its file, or a compiled extension beside it
             module = module.lstrip(".")
         elif module in libraries or module.split(".")[0] in libraries - {"cuda"}:
@@ -424,11 +433,18 @@ class Project:
 
     def _import_target(self, module: str, importer: str) -> tuple[str, str | None]:
         """(module, its file) for the walk; ``?a.b`` (a name ``from a import b`` imports) only when it is a
-        module of the project, else ("", None): nothing to follow."""
-        if not module.startswith("?"):
-            return module, self._import_file(module, importer)
-        path = self._import_file(module[1:], importer)
-        return (module[1:], path) if path is not None else ("", None)
+        module of the project, else ("", None): nothing to follow. Kept for the run (every file's walk asks
+        again about the modules it shares with the others)."""
+        key = (module, importer)
+        held = self._targets.get(key)
+        if held is None:
+            if not module.startswith("?"):
+                held = module, self._import_file(module, importer)
+            else:
+                path = self._import_file(module[1:], importer)
+                held = (module[1:], path) if path is not None else ("", None)
+            self._targets[key] = held
+        return held
 
     def _import_file(self, module: str, importer: str) -> str | None:
         """The file of an imported module: absolute (``models.op.fused_act``) or relative to the importer
