@@ -268,12 +268,25 @@ def _calls_of(ctx: Context, func: cst.FunctionDef) -> list[cst.Call]:
 
 def _saved_before(ctx: Context, load: cst.Call) -> bool:
     """Does the function that loads first write the same file with ``torch.save`` (``torch.save(obj, path)``
-    ... ``torch.load(path)``, also in a function nested in it): a round trip in one process, whose tensors
-    were on this machine's devices?"""
-    scope = _scope(ctx, load)
+    ... ``torch.load(path)``, also in a function nested in it), or does every call of the loading function in
+    the file come after such a save in its caller (``train()`` saves ``config.save_path``, then calls
+    ``test(config, ...)``, which loads it)? A round trip in one process, whose tensors were on this machine's
+    devices."""
     source = ctx.code(load.args[0].value)
+    scope = _scope(ctx, load)
+    if _saves_to(ctx, source, scope, load):
+        return True
+    if not isinstance(scope, cst.FunctionDef):
+        return False
+    calls = [c for c in _calls_of(ctx, scope) if not _in_scope(ctx, c, scope)]
+    return bool(calls) and all(_passes_path(ctx, scope, load, c) and _saves_to(ctx, source, _scope(ctx, c), c)
+                               for c in calls)
+
+
+def _saves_to(ctx: Context, source: str, scope: cst.CSTNode, before: cst.CSTNode) -> bool:
+    """Is there a ``torch.save(obj, <source>)`` in ``scope`` before ``before``?"""
     for call in ctx.nodes(cst.Call):
-        if ctx.qualname(call.func) != devices.SAVE_FUNC or ctx.order[call] > ctx.order[load] \
+        if ctx.qualname(call.func) != devices.SAVE_FUNC or ctx.order[call] > ctx.order[before] \
                 or not _in_scope(ctx, call, scope, strict=True):
             continue
         target = [a for a in call.args if a.keyword is None][1:2] + \
@@ -281,6 +294,21 @@ def _saved_before(ctx: Context, load: cst.Call) -> bool:
         if any(ctx.code(a.value) == source for a in target):
             return True
     return False
+
+
+def _passes_path(ctx: Context, func: cst.FunctionDef, load: cst.Call, call: cst.Call) -> bool:
+    """Does ``call`` hand ``func`` the name its load's path starts from under the same name (``test(config,
+    ...)`` for ``torch.load(config.save_path)``), so that the caller's ``config.save_path`` is the same file?
+    A path from a module-level name needs nothing."""
+    root = _root(load.args[0].value)
+    params = [p.name.value for p in func.params.params]
+    if root is None or root not in params:  # a literal path, or one built from a module-level name
+        return not any(p.name.value == root for p in func.params.kwonly_params)
+    by_keyword = [a for a in call.args if a.keyword is not None and a.keyword.value == root]
+    positional = [a for a in call.args if a.keyword is None and a.star == ""]
+    index = params.index(root)
+    arg = by_keyword[0] if by_keyword else positional[index] if index < len(positional) else None
+    return arg is not None and ctx.code(arg.value) == root
 
 
 # A call that fetches a file from the internet: load_file_from_url, download_url_to_file, hf_hub_download,
@@ -677,8 +705,10 @@ Not reported:
   Python numbers, no tensor), a checkpoint handed to a helper of another library
   (ignite's `Checkpoint.load_objects`) or to a function that is not `load_state_dict`;
 - a round trip in one process: the function (or module) that loads first writes the same file with
-  `torch.save` (`torch.save(model.state_dict(), path)` ... `model.load_state_dict(torch.load(path))`): its
-  tensors were on this machine's devices;
+  `torch.save` (`torch.save(model.state_dict(), path)` ... `model.load_state_dict(torch.load(path))`), or
+  every call of the loading function in its file comes after such a save in its caller, with the path's
+  name passed on under the same name (`train(config, ...)` saves `config.save_path`, then calls
+  `test(config, ...)`, which loads `config.save_path`): its tensors were on this machine's devices;
 - a program that never touches an accelerator and writes its own checkpoints: no Python file of the
   loading file's directory mentions CUDA, a GPU, `mps` or `xpu`, and one of them calls `torch.save`;
 - a program that writes its checkpoints from the CPU: the loading file calls `torch.save`, each call saves a
@@ -791,7 +821,8 @@ still be a file of CPU tensors (weights published after `.cpu()`, a checkpoint s
 `torch.save(model.cpu().state_dict(), path)` by another program): pass `map_location` anyway (it costs
 nothing) or add `# noqa: DEV005`. Proving that the same code saved the file from CPU tensors would need
 to follow the path and the tensors' devices across programs and runs; devlint only recognises the round
-trip within one function and a program directory that never mentions an accelerator.
+trip within one function (or through the calls of the loading function in its file, the path matched by its
+text) and a program directory that never mentions an accelerator.
 A script in a folder that writes no checkpoint is left out, also when it loads what the project's training
 in another folder saved from a GPU (`demo/live.py` loading the weights `train.py` writes one folder up, an
 app loading a notebook's `model.pth`): devlint cannot tell those from published weights there.
