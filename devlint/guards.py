@@ -21,7 +21,7 @@ from devlint import devices
 from devlint.analysis import command_line_option
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.lazy import LazyModule
-from devlint.project import call_sites, callee, relies_on_default
+from devlint.project import call_sites, callee, relies_on_default, top_level_imports
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -99,11 +99,11 @@ class Guards:
         ) or self._requires_cuda_module()
 
     def _requires_cuda_module(self) -> bool:
-        """Does the module import, at its top and unconditionally (not in a ``try`` or an ``if``: an optional
-        import is no requirement), a CUDA-only library, a CUDA extension the project builds (CUDAExtension in
-        its setup.py), or a module of the project that does so?"""
+        """Does the module import, at its top and unconditionally (not in an ``if`` or a ``try`` that falls
+        back: an optional import is no requirement), a CUDA-only library, a CUDA extension the project builds
+        (CUDAExtension in its setup.py), or a module of the project that does so?"""
         ctx = self.ctx
-        required = _top_level_imports(ctx.module)
+        required = _own_imports(ctx)
         if any(m in devices.CUDA_ONLY_LIBRARIES or m.split(".")[0] in devices.CUDA_ONLY_LIBRARIES - {"cuda"}
                for m in required):
             return True
@@ -636,80 +636,17 @@ def _number(expr: cst.BaseExpression) -> float | None:
     return None
 
 
-def _top_level_imports(module: cst.Module) -> list[str]:
-    """The modules a module's own top level imports unconditionally (``import a.b``, ``from a import b``;
-    relative ones as written, ``.op.deform_attn``, and ``from . import x`` as ``.x``)."""
-    found: list[str] = []
-    statements: list[cst.CSTNode] = []
-    for top in module.body:
-        statements.append(top)
-        if isinstance(top, cst.Try):
-            required, alternatives = _try_imports(top)
-            statements.extend(required)
-            found.extend(alternatives)
-    for stmt in statements:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
-            if isinstance(small, cst.Import):
-                found.extend(dotted_name(alias.name) or "" for alias in small.names)
-            elif isinstance(small, cst.ImportFrom) and small.relative:  # ".op.deform_attn" as written
-                name = dotted_name(small.module) if small.module is not None else ""
-                head = "." * len(small.relative) + (name or "")
-                if name or isinstance(small.names, cst.ImportStar):
-                    found.append(head)
-                    found.extend(_maybe_submodules(head, small))
-                else:  # from . import fused_act: modules of the package, maybe
-                    found.extend(head + (dotted_name(a.name) or "") for a in small.names)
-            elif isinstance(small, cst.ImportFrom) and small.module is not None:
-                found.append(dotted_name(small.module) or "")
-                found.extend(_maybe_submodules(dotted_name(small.module) or "", small))
-    return [m for m in found if m and m.strip(".")]
+def _own_imports(ctx: Context) -> frozenset[str]:
+    """The modules the file being linted imports unconditionally at its top (project.top_level_imports, the
+    reading the import walk uses for every other file): kept from the pre-filter's parse when the text is the
+    same, else read from this text."""
+    from devlint import screen
 
-
-def _try_imports(node: cst.Try) -> tuple[Sequence[cst.CSTNode], list[str]]:
-    """A top-level ``try``: the statements of its body when every handler raises (its imports are required),
-    else the alternatives it imports, ``|_k|.build`` (``try: import _k`` / ``except ImportError: from .build
-    import _k``: one of them is), when every handler that does not raise imports something."""
-    if not node.handlers:
-        return [], []
-    if all(_handler_raises(h) for h in node.handlers):
-        return node.body.body, []
-    first = _imports_in(node.body.body)
-    others = [_imports_in(h.body.body) for h in node.handlers if not _handler_raises(h)]
-    return [], (["|" + "|".join([first[0], *(o[0] for o in others)])] if first and all(others) else [])
-
-
-def _imports_in(statements: Sequence[cst.CSTNode]) -> list[str]:
-    """The modules the simple statements import (``import a``: ``a``; ``from .backend import x``:
-    ``.backend``), for the alternatives of a ``try`` (project.imports_cuda_only reads ``|a|.backend``)."""
-    found: list[str] = []
-    for stmt in statements:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
-            if isinstance(small, cst.Import):
-                found.extend(dotted_name(alias.name) or "" for alias in small.names)
-            elif isinstance(small, cst.ImportFrom):
-                name = dotted_name(small.module) if small.module is not None else ""
-                found.append("." * len(small.relative) + (name or ""))
-    return [m for m in found if m.strip(".")]
-
-
-def _handler_raises(handler: cst.ExceptHandler) -> bool:
-    """Does the ``except`` handler raise (not inside a function or class it defines: yolact's fallback
-    ``def DCN(*args): raise Exception(...)`` makes the import optional)?"""
-    stack: list[cst.CSTNode] = [handler.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Raise):
-            return True
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children(node))
-    return False
-
-
-def _maybe_submodules(head: str, node: cst.ImportFrom) -> list[str]:
-    """``from a import b``: ``?a.b``, a submodule of ``a`` only if it is a file of the project (project.py)."""
-    if isinstance(node.names, cst.ImportStar) or not head.strip("."):
-        return []
-    return ["?" + head + "." + (dotted_name(a.name) or "") for a in node.names]
+    held = ctx.project.own_top_imports(ctx) if ctx.project is not None else None
+    if held is not None:
+        return held
+    tree = screen.parse(ctx.module.code.encode("utf-8", "surrogateescape"))
+    return top_level_imports(tree) if tree is not None else frozenset()
 
 
 class _Flags:

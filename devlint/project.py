@@ -72,6 +72,7 @@ class Project:
         self._builds_cuda: dict[str, bool] = {}  # path -> does it build CUDA kernels at import
         self._targets: dict[tuple[str, str], tuple[str, str | None]] = {}  # (import, importer) -> (module, file)
         self._module_cuda_only: dict[tuple[str, str | None, frozenset[str]], bool] = {}  # _cuda_only_module
+        self._noted: dict[str, int] = {}  # path -> hash of the bytes the pre-filter parsed (note_tree)
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -231,8 +232,21 @@ class Project:
         """The pre-filter parsed this file of the run (``data``, its bytes on disk): keep its top-level imports,
         so that the walks of the files importing it do not parse it again."""
         here = os.path.abspath(path)
-        if here in self._path_set and here not in self._top and self.read(here) == data:
-            self._scan_top(here, tree)
+        if here in self._path_set and self.read(here) == data:
+            self._noted[here] = hash(data)
+            if here not in self._top:
+                self._scan_top(here, tree)
+
+    def own_top_imports(self, ctx: Context) -> frozenset[str] | None:
+        """:meth:`_top_imports` of the file being linted when its text is the bytes the pre-filter parsed
+        (:meth:`note_tree`: no parse again); None otherwise (standard input, a notebook, a later pass of
+        ``--fix``, a file outside the run)."""
+        here = os.path.abspath(ctx.path)
+        noted = self._noted.get(here)
+        text = ctx.text if ctx.text is not None else ctx.module.code
+        if noted is None or noted != hash(text.encode("utf-8", "surrogateescape")):
+            return None
+        return self._top_imports(here)
 
     def _scan_top(self, path: str, tree: ast.Module | None = None) -> None:
         """One parse of ``path``'s top level for both :meth:`_exported` and :meth:`_top_imports` (a file the
@@ -243,20 +257,13 @@ class Project:
             data = self.read(path)
             tree = _ast_of(data) if data is not None and b"import" in data else None
         names: dict[str, tuple[int, str, str]] = {}
-        found: set[str] = set()
         for node in tree.body if isinstance(tree, ast.Module) else []:
             if isinstance(node, ast.ImportFrom) and (node.level or self.has_module(node.module or "")):
                 for alias in node.names:
                     if alias.name != "*":
                         names[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
-        for node in _required_statements(tree.body) if isinstance(tree, ast.Module) else []:
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                found.update(_imported_modules(node))
-        found.update(_alternatives(tree.body) if isinstance(tree, ast.Module) else ())
         self._exports[path] = names
-        self._top[path] = frozenset(found)
+        self._top[path] = top_level_imports(tree) if isinstance(tree, ast.Module) else frozenset()
 
     def _relative_file(self, path: str, level: int, module: str, name: str) -> tuple[str, str] | None:
         base = os.path.dirname(os.path.abspath(path))
@@ -585,6 +592,24 @@ class Project:
 
 # a called name: what `\bNAME\s*\(` finds (an identifier not preceded by a word character, then a parenthesis)
 _CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
+
+
+def top_level_imports(tree: ast.Module) -> frozenset[str]:
+    """The modules a module imports unconditionally at its top (``import a.b``; ``from a import b``: ``a`` and
+    ``?a.b``; relative ones as written, ``.op.deform_attn``, ``from . import x`` as ``.x``), also in a ``try``
+    whose handlers raise, and the alternatives of a ``try`` that imports one module or another
+    (``|_raymarching|.backend``): what :meth:`Project.imports_cuda_only` walks. The one reading of imports
+    for the file being linted (guards.py) and for the files the walk reaches."""
+    import ast
+
+    found: set[str] = set()
+    for node in _required_statements(tree.body):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.update(_imported_modules(node))
+    found.update(_alternatives(tree.body))
+    return frozenset(m for m in found if m.strip(".?|"))
 
 
 def _required_statements(body: list[ast.stmt]) -> list[ast.stmt]:

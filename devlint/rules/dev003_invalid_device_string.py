@@ -373,9 +373,8 @@ def _torch_own(ctx: Context, use: DeviceUse) -> bool:
         return True
     if use.kind is not UseKind.KEYWORD:
         return False
-    arg = ctx.parent(use.expr)
-    call = ctx.parent(arg) if arg is not None else None
-    name = ctx.qualname(call.func) if isinstance(call, cst.Call) else None
+    func = InvalidDeviceStringRule._callee(ctx, use.expr)
+    name = ctx.qualname(func) if func is not None else None
     return name is not None and name.split(".")[0] == "torch"
 
 
