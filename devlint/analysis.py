@@ -350,3 +350,24 @@ def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> boo
             "Module" in (dotted_name(b.value) or "") or (other_ctx.qualname(b.value) or "").startswith("torch.nn")
             for b in other.bases)  # a submodule of the project
     return name[:1].isupper() and made is None and not qn.startswith("torch.")  # unknown class: may be a module
+
+
+def is_script(module: cst.Module) -> bool:
+    """Does the module run code at its top level: an ``if __name__ == "__main__":`` block, a loop, a ``with``, or
+    a call as a statement (``train()``, ``print(model)``)?"""
+    for stmt in module.body:
+        if isinstance(stmt, (cst.For, cst.While, cst.With)):
+            return True
+        if isinstance(stmt, cst.If) and "__name__" in _dotted_names(stmt.test):
+            return True
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) for small in stmt.body):
+            return True
+    return False
+
+
+def _dotted_names(expr: cst.BaseExpression) -> set[str]:
+    """The names compared in a condition (``__name__`` of ``__name__ == "__main__"``)."""
+    if isinstance(expr, cst.Comparison):
+        return {dotted_name(expr.left) or "", *(dotted_name(c.comparator) or "" for c in expr.comparisons)}
+    return set()

@@ -487,14 +487,7 @@ class Project:
         """Every call of something named ``name`` (``name(...)``, ``x.name(...)``) in the run's files (with
         ``also``: only in the files that mention one of those too (a method's class, a function's module or
         its package) and in ``home``, its own file), or None when too many files call it to look at them all."""
-        key = f"{name}/{also}/{home}"
-        if key in self._callers:
-            self._callers.move_to_end(key)
-        else:
-            self._callers[key] = self._files_calling(name, also, home)
-            if len(self._callers) > self.MAX_CALLER_NAMES:
-                self._callers.popitem(last=False)
-        files = self._callers[key]
+        files = self._caller_files(name, also, home)
         if files is None:
             return None
         # the parsed files are held by the bounded context cache only (a list of calls would keep them all)
@@ -513,6 +506,17 @@ class Project:
                 if called == name:
                     found.append((ctx, call))
         return found
+
+    def _caller_files(self, name: str, also: tuple[str, ...], home: str | None) -> list[str] | None:
+        """:meth:`_files_calling`, kept for the last MAX_CALLER_NAMES names asked."""
+        key = f"{name}/{also}/{home}"
+        if key in self._callers:
+            self._callers.move_to_end(key)
+        else:
+            self._callers[key] = self._files_calling(name, also, home)
+            if len(self._callers) > self.MAX_CALLER_NAMES:
+                self._callers.popitem(last=False)
+        return self._callers[key]
 
     def _files_calling(self, name: str, also: tuple[str, ...], home: str | None) -> list[str] | None:
         """The files :meth:`calls_named` looks in (None: more than MAX_CALLER_FILES)."""
@@ -543,6 +547,18 @@ class Project:
             self._reachable[path] = _calls_resolving_elsewhere(self.read(path))
         names = self._reachable[path]
         return names is None or name in names
+
+    def called_elsewhere_with(self, name: str, also: tuple[str, ...], home: str, *patterns: re.Pattern[bytes]) -> bool:
+        """Does a file other than ``home`` that may call ``name`` (as :meth:`calls_named` finds them) match
+        every one of ``patterns``? A byte search (no parse); False when too many files call the name for
+        :meth:`calls_named` to look at them. The files read are consulted."""
+        for path in self._caller_files(name, also, home) or ():
+            if path != home:
+                self.consulted.add(path)
+                data = self.read(path) or b""
+                if all(p.search(data) for p in patterns):
+                    return True
+        return False
 
     def mentioned_elsewhere(self, name: str, home: str) -> bool:
         """Does a file of the run other than ``home`` mention ``name`` as a word (it may import and read a
@@ -897,11 +913,7 @@ def call_sites(ctx: Context, func: cst.FunctionDef | cst.ClassDef) -> list[tuple
     name = target.name.value
     project = ctx.project
     home = os.path.abspath(ctx.path)
-    # a caller elsewhere names the method's class, or imports the function from its module (by its name) or
-    # from its package (which re-exports it)
-    package = os.path.basename(os.path.dirname(home))
-    module = os.path.splitext(os.path.basename(home))[0]
-    also = (cls.name.value,) if cls is not None else (package,) if module == "__init__" else (module, package)
+    also = caller_words(home, cls.name.value if cls is not None else None)
     own = [(ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").split(".")[-1] == name]
     candidates = own if project is None else project.calls_named(name, also, home)
     if candidates is None:
@@ -916,6 +928,14 @@ def call_sites(ctx: Context, func: cst.FunctionDef | cst.ClassDef) -> list[tuple
                 and _star_imported(site_ctx, name, home)):
             sites.append((site_ctx, call))
     return sites
+
+
+def caller_words(home: str, cls: str | None) -> tuple[str, ...]:
+    """The words a file calling a function of ``home`` (a method of class ``cls``) elsewhere mentions: the
+    method's class, or the function's module (imported by its name) or its package (which re-exports it)."""
+    package = os.path.basename(os.path.dirname(home))
+    module = os.path.splitext(os.path.basename(home))[0]
+    return (cls,) if cls is not None else (package,) if module == "__init__" else (module, package)
 
 
 def _star_imported(ctx: Context, name: str, home: str) -> bool:

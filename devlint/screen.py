@@ -448,6 +448,10 @@ class AstIndex:
             elif value is not None:
                 stack.append((value, scope))
 
+    def parent_scope(self, scope: Scope) -> Scope | None:
+        """The scope ``scope`` is defined in (a class body's for a method; None for the module's)."""
+        return self._parents.get(id(scope))
+
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:

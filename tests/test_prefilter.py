@@ -5,6 +5,7 @@ mutation check that shows the check can fail."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -337,3 +338,37 @@ def test_dev002_screen_follows_values_to_the_receiver(body, expected):
     for variant in _variants(_GRAD + body):
         assert hidden_findings(variant) == [], variant
     assert _passes("DEV002", _GRAD + body) is expected
+
+
+_ENGINE = "import torch\n\n\ndef step(model, x):\n    out = model(x)\n    torch.cuda.synchronize()\n    return out\n"
+
+
+@pytest.mark.parametrize("caller, expected", [
+    # a script of the project, with a fallback, calls the function: the rule may report its CUDA-only call
+    ("import argparse\nfrom engine import step\np = argparse.ArgumentParser()\np.add_argument('--device')\n"
+     "if __name__ == '__main__':\n    step(None, None)\n", True),
+    ("import torch\nfrom engine import step\ndevice = 'cpu'\nstep(None, torch.zeros(1, device=device))\n", True),
+    # a library module (no code at its top level) with a fallback of its own: its fallback does not count
+    ("import torch\nfrom engine import step\n\n\ndef run(x):\n    return step(None, x.to('cpu'))\n", False),
+    # a script with no fallback: GPU-only as written
+    ("import torch\nfrom engine import step\nstep(None, torch.zeros(1).cuda())\n", False),
+    # the script does not call the function
+    ("import torch\nimport engine\ndevice = 'cpu'\nprint(engine, device)\n", False),
+])
+def test_dev006_screen_asks_the_scripts_calling_a_project_function(tmp_path, caller, expected):
+    from devlint.project import Project
+
+    (tmp_path / "engine.py").write_text(_ENGINE)
+    (tmp_path / "main.py").write_text(caller)
+    engine = str(tmp_path / "engine.py")
+    project = Project([engine, str(tmp_path / "main.py")])
+    kept = {r.code for r in applicable(_ENGINE.encode(), select_rules({"DEV006"}), project, engine)}
+    assert ("DEV006" in kept) is expected
+    assert "DEV006" not in {r.code for r in applicable(_ENGINE.encode(), select_rules({"DEV006"}))}  # no project
+    if expected:  # and the rule itself reports it there (the screen said "maybe" where it was right)
+        from click.testing import CliRunner
+
+        from devlint.cli import main
+
+        result = CliRunner().invoke(main, ["--no-cache", "--select", "DEV006", "-q", str(tmp_path)])
+        assert result.output.replace(str(tmp_path) + os.sep, "").split(": DEV006")[0] == "engine.py:6:5"

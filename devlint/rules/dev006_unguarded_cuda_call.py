@@ -4,20 +4,22 @@ machine without CUDA, in code that is otherwise meant to run there."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import CommandLineOption, command_line_options, device_uses
+from devlint.analysis import CommandLineOption, command_line_options, device_uses, is_script
 from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.guards import guards, walk
 from devlint.lazy import LazyModule
+from devlint.project import call_sites, caller_words
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
 from devlint.rules.fixes import torch_name
-from devlint.screen import AstIndex
+from devlint.screen import AstIndex, Scope
 from devlint.screen import walk as ast_walk
 from devlint.source import split_lines
 
@@ -134,7 +136,13 @@ asks whether there is a GPU (`torch.cuda.is_available()`, `torch.accelerator.is_
 chooses `"cpu"` / `"mps"` (a branch of a conditional expression, a device variable, a `device="cpu"` parameter
 default, a `--device` option's default, a `"device"` config entry), or has a GPU option that is off by
 default (`--cpu`, `--no-cuda`, `--cuda` with `action="store_true"`; not an option that keeps one part on the
-CPU, `--model-ema-force-cpu`, `--cpu-offload`). A GPU count used as a number
+CPU, `--model-ema-force-cpu`, `--cpu-offload`), or a device option (`--device`, whatever its default:
+`--device cpu` is one of its values). In a project run, a file with no fallback of its own is reported
+where a script of the project that has one calls the function holding the call, with no check at the call:
+the `engine.py` whose `train_one_epoch` synchronises, run by `main.py --device cpu` (DeiT, ConvNeXt, MAE,
+torchvision's references). Only a script's fallback counts (a file that runs code at its top level, as
+`if __name__ == "__main__":` does): a library module's fallback is about its own work, not the paths its
+callers take. A GPU count used as a number
 (`nprocs = n * torch.cuda.device_count()`, `torch.cuda.device_count() > 1` for `DataParallel`) is no
 fallback, nor a CPU copy of a model beside the GPU one (timm's `ModelEma(model, device="cpu" if force_cpu
 else "")`, where `""` leaves the copy on the model's device). A script with no fallback anywhere,
@@ -173,7 +181,9 @@ shadowed by a local) there is no fix.
 '''
     doc_known_problems = '''
 A file that never asks for a device and never names the CPU is taken as GPU-only, also when it is a helper
-module of a device-agnostic project (`utils.py` with `def sync(): torch.cuda.synchronize()`): not reported.
+module of a device-agnostic project (`utils.py` with `def sync(): torch.cuda.synchronize()`), unless a script
+with a fallback calls the function directly: called through another helper (two hops), through a variable,
+or only from library modules, it is not reported.
 A `try` around the call counts as a guard when its handler catches `RuntimeError`, `AssertionError`,
 `AttributeError`, `Exception` or a tuple, though `except RuntimeError:` does not catch the `AssertionError` of
 a CPU build. A helper that asks for an accelerator counts as a guard whichever way it
@@ -254,6 +264,12 @@ cell's source is rewritten).
                       '    synchronize()\n'),
         Invalid('import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--cuda", '
                 'action="store_true")\nargs = p.parse_args()\nwith torch.cuda.device(0):\n    pass\n'),
+        Invalid('import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", '
+                'default="cuda")\nargs = p.parse_args()\nx = torch.ones(2, device=torch.device(args.device))\n'
+                'torch.cuda.synchronize()\n',
+                fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", '
+                      'default="cuda")\nargs = p.parse_args()\nx = torch.ones(2, device=torch.device(args.device))\n'
+                      'if torch.cuda.is_available():\n    torch.cuda.synchronize()\n'),
     )
 
     def screen(self, index: AstIndex) -> bool:
@@ -264,7 +280,8 @@ cell's source is rewritten).
         if not calls:
             return False
         guarded = index.availability_guarded()  # guards.py reports none of these
-        return any(id(call) not in guarded for call in calls) and _screen_agnostic(index)
+        open_calls = [call for call in calls if id(call) not in guarded]
+        return bool(open_calls) and (_screen_agnostic(index) or _screen_called_with_fallback(index, open_calls))
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
@@ -277,8 +294,8 @@ cell's source is rewritten).
                 continue
             if agnostic is None:
                 agnostic = device_agnostic(ctx)
-            if not agnostic:
-                return
+            if not agnostic and (ctx.project is None or not _called_with_fallback(ctx, call)):
+                continue
             yield self._finding(ctx, call, name)
 
     def _finding(self, ctx: Context, call: cst.Call, name: str) -> Finding:
@@ -373,6 +390,22 @@ def _helper_test(ctx: Context, test: cst.BaseExpression) -> bool:
                and (dotted_name(c.func) or "").split(".")[-1] in helpers for c in walk(test))
 
 
+def _called_with_fallback(ctx: Context, call: cst.Call) -> bool:
+    """In a project run, is the function holding ``call`` (the outermost one: a top-level function or a
+    method) called, with no availability check there, from a script of the project (a program: it runs code
+    at its top level, ``if __name__ == "__main__":``) that has a fallback (:func:`device_agnostic`)? A
+    training step in ``engine.py`` that ``main.py --device cpu`` runs. One hop. A library module's fallback
+    says nothing of the paths its callers take, so only a program's counts."""
+    func = None
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.FunctionDef):
+            func = anc
+    sites = call_sites(ctx, func) if func is not None else None
+    return any(site_ctx is not ctx and is_script(site_ctx.module) and device_agnostic(site_ctx)
+               and not guards(site_ctx).is_guarded(site)
+               for site_ctx, site in sites or ())
+
+
 def device_agnostic(ctx: Context) -> bool:
     """Does this file have a fallback somewhere (a path it takes without CUDA)? It asks whether an accelerator
     is there (a GPU count only when compared with zero: a count of GPUs to spread work over is no fallback),
@@ -412,6 +445,41 @@ def _screen_agnostic(index: AstIndex) -> bool:
         return True
     return any(isinstance(node, ast.Constant) and isinstance(node.value, str)
                and any(device in node.value for device in _OTHER_DEVICES) for node in ast_walk(index.tree))
+
+
+# What a caller's file holds when :func:`_screen_agnostic` may say yes of it (as bytes).
+_MAYBE_FALLBACK = re.compile(rb"cpu|mps|is_available|add_argument|device_count|accelerator")
+_MAYBE_SCRIPT = re.compile(rb"__main__|^(?:for|while|with)\b|^[\w.]+\(", re.M)  # what is_script may say yes of
+
+
+def _screen_called_with_fallback(index: AstIndex, calls: list[ast.Call]) -> bool:
+    """:func:`_called_with_fallback` over CPython's ``ast`` and bytes, saying "maybe" wherever it could say
+    yes: another file of the project may call the outermost function holding one of ``calls`` and holds a
+    word a fallback needs and may be a script."""
+    project, path = index.project, index.path
+    if project is None or path is None:
+        return False
+    wanted = {id(call) for call in calls}
+    home = os.path.abspath(path)
+    for scope in index.scopes:
+        if wanted.isdisjoint(id(c) for c in scope.calls):
+            continue
+        outer: Scope = scope
+        at: Scope | None = scope
+        while at is not None:  # the outermost function (as the rule's callers are of it)
+            if isinstance(at.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                outer = at
+            at = index.parent_scope(at)
+        node, owner = outer.node, index.parent_scope(outer)
+        cls = owner.node.name if owner is not None and isinstance(owner.node, ast.ClassDef) else None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        name = node.name
+        if name == "__init__" and cls is not None:
+            name, cls = cls, None  # called as its class
+        if project.called_elsewhere_with(name, caller_words(home, cls), home, _MAYBE_FALLBACK, _MAYBE_SCRIPT):
+            return True
+    return False
 
 
 def _asks_availability(ctx: Context, call: cst.Call) -> bool:
@@ -483,12 +551,13 @@ _PART_OF_PROGRAM = frozenset({"ema", "offload", "data", "dataloader", "loader", 
 
 
 def _gpu_opt_in(name: str, option: CommandLineOption) -> bool:
-    """A command-line option that makes the GPU optional: ``--cpu``, ``--no-cuda``, or ``--cuda`` / ``--gpu``
-    that is off by default (``action="store_true"``, ``default=False`` or ``None``)."""
+    """A command-line option that makes the GPU optional: ``--cpu``, ``--no-cuda``, ``--cuda`` / ``--gpu``
+    that is off by default (``action="store_true"``, ``default=False`` or ``None``), or a device option
+    (``--device``, ``--eval-device``: whatever its default, ``--device cpu`` is one of its values)."""
     words = name.lower().split("_")
     if not _PART_OF_PROGRAM.isdisjoint(words):
         return False  # --model-ema-force-cpu, --cpu-offload: one part kept on the CPU, the program on the GPU
-    if "cpu" in words or ("no" in words and devices.is_guard_text(name)):
+    if "cpu" in words or ("no" in words and devices.is_guard_text(name)) or words[-1] == "device":
         return True
     if not devices.is_guard_text(name):
         return False

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from devlint import devices
+from devlint.analysis import is_script
 from devlint.context import Context, children, dotted_name
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
 from devlint.lazy import LazyModule
@@ -1236,30 +1237,9 @@ def _mentions_device(ctx: Context) -> bool:
     one that uses its modules), else the file and the Python files beside it (a module's users)."""
     if _mentions((ctx.text or ctx.module.code).encode("utf-8", "replace")):
         return True
-    if ctx.project is None or _is_script(ctx.module):
+    if ctx.project is None or is_script(ctx.module):
         return False
     return any(_mentions(data) for data in ctx.project.siblings(ctx.path))
-
-
-def _is_script(module: cst.Module) -> bool:
-    """Does the module run code at its top level: an ``if __name__ == "__main__":`` block, a loop, a ``with``, or
-    a call as a statement (``train()``, ``print(model)``)?"""
-    for stmt in module.body:
-        if isinstance(stmt, (cst.For, cst.While, cst.With)):
-            return True
-        if isinstance(stmt, cst.If) and "__name__" in dotted_names(stmt.test):
-            return True
-        if isinstance(stmt, cst.SimpleStatementLine) and any(
-                isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) for small in stmt.body):
-            return True
-    return False
-
-
-def dotted_names(expr: cst.BaseExpression) -> set[str]:
-    """The names compared in a condition (``__name__`` of ``__name__ == "__main__"``)."""
-    if isinstance(expr, cst.Comparison):
-        return {dotted_name(expr.left) or "", *(dotted_name(c.comparator) or "" for c in expr.comparisons)}
-    return set()
 
 
 def _mentions(text: bytes) -> bool:
