@@ -438,7 +438,7 @@ class Guards:
         or a call of a function of the project that requires CUDA."""
         qn = self.ctx.qualname(call.func) or ""
         if qn in devices.CUDA_ONLY_CALLS:
-            return True
+            return not _constant_device(call)
         if qn == devices.PROCESS_GROUP_INIT or qn.endswith(".init_process_group") \
                 or dotted_name(call.func) == "init_process_group":
             backend = call.args[0].value if call.args and call.args[0].keyword is None else next(
@@ -767,3 +767,8 @@ def _collective_functions(ctx: Context) -> frozenset[cst.FunctionDef]:
             if func is not None:
                 found.add(func)
     return frozenset(found)
+
+
+def _constant_device(call: cst.Call) -> bool:
+    """``torch.cuda.set_device(0)``: a GPU picked by number, not a launched rank's (``set_device(local_rank)``)."""
+    return bool(call.args) and isinstance(call.args[0].value, cst.Integer)

@@ -120,7 +120,9 @@ conditional expression or `and` on such a test, the `else` of `if not torch.cuda
 early exit (`if not torch.cuda.is_available(): sys.exit(...)`, `raise`, `assert torch.cuda.is_available()`),
 in a `try` whose handler catches the error, in a function or class named for the GPU (`cuda_timer`,
 `CudaGenerator`) or whose every call is guarded, in a GPU-only test (`@pytest.mark.skipif(not
-torch.cuda.is_available(), ...)`), after a NCCL process group starts. And, beyond those guards, where the
+torch.cuda.is_available(), ...)`), after a NCCL process group starts or a launched rank's GPU is set
+(`torch.cuda.set_device(local_rank)`; not `set_device(0)`: the calls after a GPU picked by number are
+reported with it). And, beyond those guards, where the
 code is GPU-only by design:
 - `torch.cuda.set_device(...)` and `torch.cuda.current_device()` in a file that uses `torch.distributed`:
   they pick or name the GPU of a launched rank;
