@@ -133,8 +133,9 @@ number, `set_device(0)`, which is itself the crash in code with a fallback) — 
 function, and the functions only called from there; a class or function that declares itself
 GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator, or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group); a module that
-raises at import without CUDA; a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy,
-flash-attn) or one of the project's own
+raises at import without CUDA; what follows an import of a CUDA-only library in the same block (the
+`elif engine: import tensorrt as trt` branch of a multi-backend loader); a module that imports a CUDA-only
+library (TensorRT, PyCUDA, CuPy, flash-attn) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
 sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), or a module of
