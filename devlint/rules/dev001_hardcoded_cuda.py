@@ -20,7 +20,7 @@ from devlint.bindings import device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
-from devlint.guards import guards
+from devlint.guards import Polarity, guards, walk
 from devlint.lazy import LazyModule
 from devlint.project import callee, field_relies_on_default, relies_on_default
 from devlint.rules.base import Invalid, Rule, Valid, replace_token
@@ -133,7 +133,9 @@ number, `set_device(0)`, which is itself the crash in code with a fallback) — 
 function, and the functions only called from there; a class or function that declares itself
 GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator, or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group); a module that
-raises at import without CUDA; what follows an import of a CUDA-only library in the same block (the
+raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
+its functions and methods too, wherever they are defined; not a check in its `__main__` block); what
+follows an import of a CUDA-only library in the same block (the
 `elif engine: import tensorrt as trt` branch of a multi-backend loader); a module that imports a CUDA-only
 library (TensorRT, PyCUDA, CuPy, flash-attn) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
@@ -552,7 +554,27 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
     reads = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == option.dest and isinstance(a.value, cst.Name)
              and ctx.qualname(a) is None]  # args.device, not torch.device
     guard = guards(ctx)
-    return bool(reads) and all(_inspected(ctx, read, depth=1) or guard.is_guarded(read) for read in reads)
+    return bool(reads) and all(_inspected(ctx, read, depth=1) or guard.is_guarded(read)
+                               or _past_cuda_fallback(ctx, read) for read in reads)
+
+
+def _past_cuda_fallback(ctx: Context, read: cst.Attribute) -> bool:
+    """Is ``read`` (``args.device``) in the ``else`` of an ``if`` that falls back when this very value asks for
+    CUDA and there is none (``if "cuda" in args.device and not torch.cuda.is_available(): device = "cpu"``)?
+    There the value is not CUDA, or CUDA is there."""
+    written = ctx.code(read)
+    child: cst.CSTNode = read
+    for anc in ctx.ancestors(read):
+        if isinstance(anc, cst.If) and child is anc.orelse and isinstance(anc.test, cst.BooleanOperation) \
+                and isinstance(anc.test.operator, cst.And):
+            sides = (anc.test.left, anc.test.right)
+            if any(guards(ctx).polarity(side) is Polarity.UNAVAILABLE for side in sides) and any(
+                    isinstance(side, cst.Comparison) and any(ctx.code(n) == written for n in walk(side)
+                                                             if isinstance(n, cst.Attribute))
+                    and "cuda" in (ctx.code(side)) for side in sides):
+                return True
+        child = anc
+    return False
 
 
 def _inspected(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
