@@ -88,6 +88,7 @@ class Guards:
         self._entered: dict[tuple[int, int], bool] = {}
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
+        self._stops_at_import: bool | None = None
         self._cuda_only_flags: frozenset[str] | None = None
         # a function of the project (by id, with the node) -> what its return implies
         self._returns: dict[int, tuple[cst.FunctionDef, Polarity]] = {}
@@ -500,6 +501,8 @@ class Guards:
             if self._guards_child(anc, child):
                 return True
             if isinstance(anc, cst.FunctionDef):
+                if self._import_needs_cuda() and self._top_definition(anc):
+                    return True  # a function of a module that raises at import without CUDA: never callable then
                 owner = self.ctx.parent(self.ctx.parent(anc))
                 if isinstance(owner, cst.ClassDef) and anc.name.value != "__init__" \
                         and self._cuda_only_definition(owner):
@@ -507,6 +510,26 @@ class Guards:
                 return depth > 0 and self._entered_guarded(anc, depth)
             child = anc
         return False
+
+    def _import_needs_cuda(self) -> bool:
+        """Does the module stop at import without CUDA: a statement of its top level exits or raises when there
+        is none (``if not torch.cuda.is_available(): sys.exit(...)``) or asserts that there is one
+        (``assert torch.cuda.is_available(), "You need an Nvidia GPU"``)? Not a CUDA-only flow started there
+        (set_device, NCCL): that is no stop. Computed once."""
+        if self._stops_at_import is None:
+            self._stops_at_import = any(
+                (isinstance(stmt, cst.If) or (isinstance(stmt, cst.SimpleStatementLine) and any(
+                    isinstance(s, cst.Assert) for s in stmt.body)))
+                and self._guards_what_follows(stmt, terminating=True, depth=0) for stmt in self.ctx.module.body)
+        return self._stops_at_import
+
+    def _top_definition(self, func: cst.FunctionDef) -> bool:
+        """Is ``func`` a function of the module's top level or a method of one of its top-level classes?"""
+        parent = self.ctx.parent(func)
+        if parent is self.ctx.module:
+            return True
+        owner = self.ctx.parent(parent) if isinstance(parent, cst.IndentedBlock) else None
+        return isinstance(owner, cst.ClassDef) and self.ctx.parent(owner) is self.ctx.module
 
     def _entered_guarded(self, func: cst.FunctionDef, depth: int) -> bool:
         """Is every call of ``func`` in the project guarded (``main()`` called after set_device and a NCCL
