@@ -18,7 +18,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import command_line_option
+from devlint.analysis import command_line_option, command_line_options
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.lazy import LazyModule
 from devlint.project import call_sites, callee, relies_on_default, top_level_imports
@@ -445,7 +445,7 @@ class Guards:
                 or dotted_name(call.func) == "init_process_group":
             backend = call.args[0].value if call.args and call.args[0].keyword is None else next(
                 (a.value for a in call.args if a.keyword is not None and a.keyword.value == "backend"), None)
-            return backend is not None and (string_value(backend) or "").lower() == devices.NCCL
+            return backend is not None and (self._backend_text(backend) or "").lower() == devices.NCCL
         if depth <= 0:
             return False
         project = self.ctx.project
@@ -510,6 +510,17 @@ class Guards:
                 return depth > 0 and self._entered_guarded(anc, depth)
             child = anc
         return False
+
+    def _backend_text(self, backend: cst.BaseExpression) -> str | None:
+        """The process group's backend as written (``"nccl"``), or the default of the command-line option it
+        reads (``backend=args.dist_backend`` with ``--dist-backend`` defaulting to ``"nccl"``: what a run that
+        does not ask for another one uses)."""
+        text = string_value(backend)
+        if text is not None or not isinstance(backend, cst.Attribute) or not isinstance(backend.value, cst.Name):
+            return text
+        option = self.ctx.shared("guards.options", command_line_options).get(backend.attr.value)
+        default = option.keywords.get("default") if option is not None else None
+        return string_value(default) if default is not None else None
 
     def _import_needs_cuda(self) -> bool:
         """Does the module stop at import without CUDA: a statement of its top level exits or raises when there

@@ -128,7 +128,8 @@ An early exit guards what follows only when its condition is true whenever CUDA 
 torch.cuda.is_available():`, `if not torch.cuda.is_available() or not flash:`).
 
 CUDA-only by design (not reported): a flow that starts a NCCL process group (`init_process_group("nccl")`,
-`backend="nccl"`) or picks its GPU from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
+`backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`) or picks its GPU
+from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
 function, and the functions only called from there; a class or function that declares itself
 GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator, or a class whose
