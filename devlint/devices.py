@@ -16,6 +16,7 @@ on its own what a device position is.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from devlint.diagnostics import StrEnum
@@ -298,6 +299,16 @@ PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
 NCCL = "nccl"
 CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device"})
 # Libraries that need an NVIDIA GPU: a module importing one is CUDA-only by design.
+# Libraries whose models are torch modules: a file that imports one and no torch still moves torch modules
+# (``AutoModel.from_pretrained(...).half().cuda()``).
+TORCH_MODEL_LIBRARIES = frozenset({"transformers", "diffusers", "peft", "sentence_transformers", "timm"})
+
+
+def uses_torch(modules: Iterable[str]) -> bool:
+    """Do these imported modules include torch or a library whose models are torch modules?"""
+    return any(m == "torch" or m.startswith("torch.") or m.split(".")[0] in TORCH_MODEL_LIBRARIES for m in modules)
+
+
 CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn"})
 # What an out-of-memory fallback does or says (an except handler that ran because CUDA ran out of memory).
 OOM_HINTS = ("out of memory", "oom", "empty_cache", "OutOfMemoryError")

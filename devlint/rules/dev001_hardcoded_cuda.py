@@ -116,7 +116,9 @@ arguments (`nn.CrossEntropyLoss().cuda()`, `criterion = nn.MSELoss()` then `crit
 with no parameters, buffers or submodules other than such torch modules (`self.criterion =
 nn.MSELoss(reduction="mean")`): on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA; and
 `self.cuda(...)` in a class that defines its own `cuda` method (a helper that moves items with `.to(device)`).
-Files that never import torch are not checked.
+Files that never import torch, nor a library whose models are torch modules (transformers, diffusers, peft,
+sentence-transformers, timm: `AutoModel.from_pretrained(...).half().cuda()` in a demo that imports only
+transformers), are not checked.
 
 What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
 body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant
@@ -276,7 +278,7 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
     )
 
     def screen(self, index: AstIndex) -> bool:
-        if not index.imports_torch:
+        if not devices.uses_torch(index.imported_modules):
             return False
         if any(devices.is_cuda_device(value) for value, _ in index.device_strings()):
             return True
@@ -295,7 +297,7 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
             or any(devices.is_legacy_cuda_tensor(q) for names in index.aliases.values() for q in names)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.imports_torch:
+        if not devices.uses_torch(ctx.imported_modules):
             return
         yield from self._device_strings(ctx)
         yield from self._cuda_calls(ctx)
