@@ -21,7 +21,7 @@ from devlint import devices
 from devlint.analysis import command_line_option, command_line_options
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.lazy import LazyModule
-from devlint.project import call_sites, callee, relies_on_default, top_level_imports
+from devlint.project import call_sites, callee, passed_values, relies_on_default, top_level_imports
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -147,6 +147,22 @@ class Guards:
             key = string_value(expr.slice[0].slice.value) if isinstance(expr.slice[0].slice, cst.Index) else None
             return Polarity.AVAILABLE if key is not None and devices.is_guard_text(key) else Polarity.UNKNOWN
         return Polarity.UNKNOWN
+
+    def mode_polarity(self, expr: cst.BaseExpression) -> Polarity:
+        """:meth:`polarity` for telling which branch runs on which device: a flag named for the GPU that is a
+        setting, not a check (``Cuda = True``, ``--gpu_mode`` on by default) still says which branch moved its
+        values to the GPU (``if self.gpu_mode: x = x.cuda()`` ... ``else:`` the CPU branch)."""
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self.mode_falsity(expr.expression)
+        found = self.polarity(expr)
+        return Polarity.AVAILABLE if found is Polarity.NONE and _gpu_flag(expr) else found
+
+    def mode_falsity(self, expr: cst.BaseExpression) -> Polarity:
+        """:meth:`falsity`, read as :meth:`mode_polarity` reads a condition."""
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self.mode_polarity(expr.expression)
+        found = self.falsity(expr)
+        return Polarity.UNAVAILABLE if found is Polarity.NONE and _gpu_flag(expr) else found
 
     def is_test(self, expr: cst.BaseExpression) -> bool:
         """Does this condition look at accelerator availability or the device in use (either way)?"""
@@ -321,7 +337,45 @@ class Guards:
             return Polarity.UNKNOWN
         if self._flags.default(name) is True and name not in self._checked_flags():
             return Polarity.NONE  # --cuda defaulting to True (or --gpus to 1), never checked: not a guard
+        if not values and self._passed_polarity(name) is Polarity.NONE:
+            return Polarity.NONE  # fit(..., cuda) where every caller passes Cuda = True: a setting
         return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
+
+    def _passed_polarity(self, name: str) -> Polarity:
+        """A flag that is a parameter of this file's functions (``cuda``), or an attribute of one
+        (``args.gpu_mode``), read through what every call in the project passes for it: NONE when each of
+        them is a setting (``Cuda = True``, a ``--gpu_mode`` option defaulting to True that nothing checks);
+        else UNKNOWN (some call passes a check, or the calls cannot all be found)."""
+        root, _, attr = name.partition(".")
+        params = [p for p in self.ctx.nodes(cst.Param) if p.name.value == root]
+        if not params or "." in attr:
+            return Polarity.UNKNOWN
+        for param in params:
+            values = passed_values(self.ctx, param)
+            if values is None:
+                return Polarity.UNKNOWN
+            for site_ctx, value in values:
+                other = self if site_ctx is self.ctx else guards(site_ctx)
+                if attr:  # args.gpu_mode, args passed as the caller's args: the caller's args.gpu_mode
+                    base = dotted_name(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+                    value = cst.parse_expression(f"{base}.{attr}") if base else value
+                    if base is None:
+                        return Polarity.UNKNOWN
+                if other.polarity(value) is not Polarity.NONE or not other._setting_on(value):
+                    return Polarity.UNKNOWN
+        return Polarity.NONE
+
+    def _setting_on(self, value: cst.BaseExpression) -> bool:
+        """Is ``value`` a setting that is on: ``True`` / a count of 1 or more, a name every assignment of which
+        is one (``Cuda = True``), a command-line flag on by default (``args.gpu_mode``)? (Off, ``None`` /
+        ``False``, the flagged code never runs: no finding either way.)"""
+        if not isinstance(value, (cst.Name, cst.Attribute)) or dotted_name(value) in ("True", "False", "None"):
+            return _on_by_default(value) is True
+        name = dotted_name(value) or ""
+        assigned = self._assigned.get(name, [])
+        if assigned:
+            return all(_on_by_default(v) is True for v in assigned)
+        return self._flags.default(name) is True
 
     def _flags_of_cuda_only_flows(self) -> frozenset[str]:
         """The flags whose ``if flag:`` somewhere in the file starts a CUDA-only flow (a NCCL process group,
@@ -822,3 +876,8 @@ def _imported(stmt: cst.BaseSmallStatement) -> list[str]:
     if isinstance(stmt, cst.ImportFrom) and not stmt.relative and stmt.module is not None:
         return [dotted_name(stmt.module) or ""]
     return []
+
+
+def _gpu_flag(expr: cst.BaseExpression) -> bool:
+    """A plain flag named for the GPU (``cuda``, ``self.gpu_mode``, ``args.use_gpu``)."""
+    return isinstance(expr, (cst.Name, cst.Attribute)) and devices.is_guard_text(dotted_name(expr) or "")

@@ -970,11 +970,7 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
     if any((dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
            .split(".")[-1] in ("command", "main", "group") for d in func.decorators):
         return True  # a CLI command: its defaults are what users get
-    params = func.params
-    positional = [*params.posonly_params, *params.params]
-    index = next((i for i, p in enumerate(positional) if p is param), None)
-    is_method = isinstance(ctx.parent(ctx.parent(func)), cst.ClassDef) and not any(
-        (dotted_name(d.decorator) or "") == "staticmethod" for d in func.decorators)
+    index, is_method = _position(ctx, func, param)
     sites = call_sites(ctx, func)
     if sites is None:
         return False  # too many candidate calls to tell: precision first
@@ -987,6 +983,49 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
         if _leaves_default(call, param.name.value, index, bound):
             return True
     return False
+
+
+def _position(ctx: Context, func: cst.FunctionDef, param: cst.Param) -> tuple[int | None, bool]:
+    """The parameter's positional index (None: keyword-only) and whether ``func`` is a method whose first
+    parameter a call on an object binds."""
+    params = func.params
+    index = next((i for i, p in enumerate([*params.posonly_params, *params.params]) if p is param), None)
+    is_method = isinstance(ctx.parent(ctx.parent(func)), cst.ClassDef) and not any(
+        (dotted_name(d.decorator) or "") == "staticmethod" for d in func.decorators)
+    return index, is_method
+
+
+def passed_values(ctx: Context, param: cst.Param) -> list[tuple[Context, cst.BaseExpression]] | None:
+    """What every call of the parameter's function in the project passes for it (the argument, or the
+    parameter's default where a call leaves it), each with the calling file; None when that cannot be told:
+    nobody in the project calls the function (its users may pass anything), too many candidate calls, a call
+    with ``*args`` / ``**kwargs``, a function handed around by name, a ``*args`` / ``**kwargs`` parameter."""
+    func = ctx.parent(ctx.parent(param))
+    if not isinstance(func, cst.FunctionDef) or param in (func.params.star_arg, func.params.star_kwarg):
+        return None
+    index, is_method = _position(ctx, func, param)
+    sites = call_sites(ctx, func)
+    if not sites or (ctx.project is not None
+                     and ctx.project.used_as_value(func.name.value, os.path.abspath(ctx.path))):
+        return None
+    name = param.name.value
+    found: list[tuple[Context, cst.BaseExpression]] = []
+    for site_ctx, call in sites:
+        if any(a.star for a in call.args):
+            return None
+        bound = is_method and (isinstance(call.func, cst.Attribute) or func.name.value == "__init__")
+        keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        positional = [a.value for a in call.args if a.keyword is None]
+        at = None if index is None else index - (1 if bound else 0)
+        value = keyword if keyword is not None else (
+            positional[at] if at is not None and 0 <= at < len(positional) else None)
+        if value is None:
+            if param.default is None:
+                return None
+            found.append((ctx, param.default))
+        else:
+            found.append((site_ctx, value))
+    return found
 
 
 def field_relies_on_default(ctx: Context, cls: cst.ClassDef, name: str, index: int | None) -> bool:

@@ -400,7 +400,7 @@ class Provenance:
         last = stmt.body.body[-1] if stmt.body.body else None
         leaves = isinstance(last, cst.SimpleStatementLine) and any(
             isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for s in last.body)
-        return leaves and guards(self.ctx).polarity(stmt.test) is Polarity.AVAILABLE
+        return leaves and guards(self.ctx).mode_polarity(stmt.test) is Polarity.AVAILABLE
 
     def _block(self, suite: cst.BaseSuite | None, env: Env, no_grad: bool) -> Env:
         if suite is None:
@@ -437,12 +437,14 @@ class Provenance:
         # `if not use_cuda:`) is written for the CPU: no tensor there is on a GPU
         check = guards(self.ctx)
         body_env, else_env = _grad_branches(stmt.test, env)
-        a = self._cpu_block(stmt.body, body_env, no_grad, check.polarity(stmt.test) is Polarity.UNAVAILABLE)
-        b = self._cpu_block(stmt.orelse.body, else_env, no_grad, check.falsity(stmt.test) is Polarity.UNAVAILABLE) \
+        body_cpu = check.mode_polarity(stmt.test) is Polarity.UNAVAILABLE
+        else_cpu = check.mode_falsity(stmt.test) is Polarity.UNAVAILABLE
+        a = self._cpu_block(stmt.body, body_env, no_grad, body_cpu)
+        b = self._cpu_block(stmt.orelse.body, else_env, no_grad, else_cpu) \
             if isinstance(stmt.orelse, cst.Else) else (
             self._stmt(stmt.orelse, dict(else_env), no_grad) if stmt.orelse is not None else env)
         merged = _merge_env(a, b)
-        if stmt.orelse is None and guards(self.ctx).is_test(stmt.test):
+        if stmt.orelse is None and check.mode_polarity(stmt.test) in (Polarity.AVAILABLE, Polarity.UNAVAILABLE):
             # `if device != "cpu": x = x.cpu()`: the branch handles the device case; trust what it bound
             for key, value in a.items():
                 if value is not env.get(key):
@@ -594,8 +596,8 @@ class Provenance:
             self._eval(expr.test, env, no_grad)
             # `out.cpu() if use_cuda else out`: the branch taken without an accelerator holds no GPU value
             check = guards(self.ctx)
-            body_cpu = check.polarity(expr.test) is Polarity.UNAVAILABLE
-            else_cpu = check.falsity(expr.test) is Polarity.UNAVAILABLE
+            body_cpu = check.mode_polarity(expr.test) is Polarity.UNAVAILABLE
+            else_cpu = check.mode_falsity(expr.test) is Polarity.UNAVAILABLE
             body_env, else_env = _grad_branches(expr.test, env)
             body = self._eval_on_path(expr.body, body_env, no_grad, body_cpu)
             orelse = self._eval_on_path(expr.orelse, else_env, no_grad, else_cpu)

@@ -535,9 +535,16 @@ def _gpu_only_as_written(ctx: Context) -> bool:
     CUDA use on a machine without one, before a checkpoint's location matters: DEV001 reports that."""
     from devlint.rules.dev006_unguarded_cuda_call import device_agnostic
 
-    if device_agnostic(ctx):
+    if device_agnostic(ctx) or _gpu_flag_branch(ctx):
         return False
     return bool(_dev001_rows(ctx)) or any(_hardcoded_device_helper(ctx, call) for call in ctx.nodes(cst.Call))
+
+
+def _gpu_flag_branch(ctx: Context) -> bool:
+    """Does the file branch on a flag named for the GPU (``if self.gpu_mode:``, ``if cuda:``)? With the flag
+    off it has a path without CUDA, whatever the flag's default."""
+    return any(isinstance(stmt.test, (cst.Name, cst.Attribute)) and devices.is_guard_text(
+        dotted_name(stmt.test) or "") for stmt in ctx.nodes(cst.If))
 
 
 def _hardcoded_device_helper(ctx: Context, call: cst.Call) -> bool:
