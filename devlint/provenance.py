@@ -143,18 +143,25 @@ def _grad_branches(test: cst.BaseExpression, env: Env) -> tuple[Env, Env]:
 
 
 def _is_cpu_device(ctx: Context, expr: cst.BaseExpression, follow: bool = True) -> bool:
-    """``"cpu"``, ``torch.device("cpu")``, or a name every assignment of the file binds to one of those
-    (``cpu_device = torch.device("cpu")`` then ``boxes.to(cpu_device)``)."""
+    """``"cpu"``, ``torch.device("cpu")``, or a name or attribute every assignment of the file binds to one of
+    those (``cpu_device = torch.device("cpu")`` then ``boxes.to(cpu_device)``; ``self._cpu_device =
+    torch.device("cpu")`` in ``__init__`` then ``output["instances"].to(self._cpu_device)``)."""
     value = string_value(expr)
     if value is not None:
         return devices.is_cpu_device(value)
     if isinstance(expr, cst.Call) and ctx.qualname(expr.func) == devices.DEVICE_CONSTRUCTOR and expr.args:
         return _is_cpu_device(ctx, expr.args[0].value, follow=False)
-    if follow and isinstance(expr, cst.Name):
-        values = [a.value for a in ctx.nodes(cst.Assign)
-                  if any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
-        return bool(values) and all(_is_cpu_device(ctx, v, follow=False) for v in values)
+    name = dotted_name(expr) if follow and isinstance(expr, (cst.Name, cst.Attribute)) else None
+    if name is not None and ctx.qualname(expr) is None:
+        values = [a.value for a in ctx.nodes(cst.Assign) if any(dotted_name(t.target) == name for t in a.targets)]
+        if values:
+            return all(_is_cpu_device(ctx, v, follow=False) for v in values)
+        return _CPU_NAMED.search(name.rpartition(".")[2]) is not None  # self._cpu_device set by a base class
     return False
+
+
+# a device variable named for the CPU (cpu_device, self._cpu_device, CPU): never a GPU
+_CPU_NAMED = re.compile(r"(?:^|_)cpu(?:_|$)", re.IGNORECASE)
 
 
 def _is_dtype(ctx: Context, expr: cst.BaseExpression) -> bool:
@@ -449,6 +456,12 @@ class Provenance:
             for key, value in a.items():
                 if value is not env.get(key):
                     merged[key] = value
+        if self._current is not None and self._current.name.value == "__init__":
+            # `if w: self.pos = nn.Parameter(...)` in __init__: where a branch does not set the attribute it is
+            # not set at all (reading it raises), so what it holds when read is what the other branch set
+            for key in (a.keys() ^ b.keys()) - env.keys():
+                if key.startswith("self.") and key.count(".") == 1:
+                    merged[key] = a.get(key) or b.get(key)
         return merged
 
     def _cpu_block(self, suite: cst.BaseSuite, env: Env, no_grad: bool, cpu_path: bool) -> Env:

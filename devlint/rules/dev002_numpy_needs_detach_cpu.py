@@ -59,7 +59,8 @@ no-accelerator branch of a device check (`else:` of `if device == "cuda":`, the 
 `if x.is_cuda: return ...`) is the CPU path: no GPU finding there.
 
 Not reported: values already passed through `.detach()` and `.cpu()` (in either order; `.to("cpu")` and
-`.to(cpu_device)`, a name every assignment of the file binds to the CPU, move as `.cpu()` does),
+`.to(cpu_device)`, a name or attribute every assignment of the file binds to the CPU, move as `.cpu()`
+does; so does one the file never assigns that is named for the CPU, `self._cpu_device` of a base class),
 `.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), a `.numpy()` inside
 `torch.no_grad()` / `torch.inference_mode()` on a tensor only suspected of grad (torch 2.13 lets it through
 there; only a GPU tensor fails), likewise after a top-level `torch.set_grad_enabled(False)` that turns

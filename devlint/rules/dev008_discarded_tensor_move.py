@@ -122,7 +122,9 @@ instead). Comments and formatting are kept: the fix only inserts `x = ` before t
 Values are followed as DEV002 follows them, so a tensor passed in as a parameter, taken from a container or
 a data loader's batch, or returned by a library call is of unknown type and not reported; nor is a module's
 output (`out = model(x); out.cpu()`): precision beats recall here. A file that does not import torch is not
-checked. An attribute set on `self` in `__init__` is taken to hold the same tensor in every method. A
+checked. An attribute set on `self` in `__init__` is taken to hold the same tensor in every method, also
+when `__init__` sets it only under a condition (`if width: self.pos = nn.Parameter(...)`: where the
+condition was false the attribute does not exist, so where it is read it holds that tensor). A
 `c.cpu()` written to wait for the GPU (a timing loop) is reported: use `torch.cuda.synchronize()`.
 '''
     doc_options = '''
