@@ -561,7 +561,12 @@ class Guards:
                 if isinstance(owner, cst.ClassDef) and anc.name.value != "__init__" \
                         and self._cuda_only_definition(owner):
                     return True  # a method of a GPU-only class (CUDAAccelerator, one whose __init__ sets the GPU)
-                return depth > 0 and self._entered_guarded(anc, depth)
+                if depth > 0 and self._entered_guarded(anc, depth):
+                    return True
+                if not isinstance(self.ctx.parent(self.ctx.parent(anc)), cst.FunctionDef):
+                    return False
+                # a function defined in a function exists only where its `def` ran: after a NCCL group or
+                # an exit without CUDA in the outer function, it is guarded as its `def` is
             child = anc
         return False
 
