@@ -138,8 +138,8 @@ CUDA-only by design (not reported): a flow that starts a NCCL process group (`in
 `backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`) or picks its GPU
 from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
-function, and the functions only called from there; a class or function that declares itself
-GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator, or a class whose
+function, the functions defined there after it and those only called from there; a class or function that
+declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator, or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group); a module that
 raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
 its functions and methods too, wherever they are defined; not a check in its `__main__` block); what
