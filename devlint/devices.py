@@ -309,7 +309,10 @@ def uses_torch(modules: Iterable[str]) -> bool:
     return any(m == "torch" or m.startswith("torch.") or m.split(".")[0] in TORCH_MODEL_LIBRARIES for m in modules)
 
 
-CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn"})
+# (mamba_ssm and causal_conv1d build their kernels with nvcc at install and import them at their top: no
+# CPU build exists)
+CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn", "mamba_ssm",
+                                 "causal_conv1d", "selective_scan_cuda"})
 # What an out-of-memory fallback does or says (an except handler that ran because CUDA ran out of memory).
 OOM_HINTS = ("out of memory", "oom", "empty_cache", "OutOfMemoryError")
 # In a NCCL project, "is torch.distributed running?" is a CUDA check (all_gather, reduce_dict helpers).

@@ -145,7 +145,7 @@ raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit 
 its functions and methods too, wherever they are defined; not a check in its `__main__` block); what
 follows an import of a CUDA-only library in the same block (the
 `elif engine: import tensorrt as trt` branch of a multi-backend loader); a module that imports a CUDA-only
-library (TensorRT, PyCUDA, CuPy, flash-attn) or one of the project's own
+library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
 sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), or a module of
