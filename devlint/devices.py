@@ -299,9 +299,11 @@ PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
 NCCL = "nccl"
 CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device"})
 # Libraries that need an NVIDIA GPU: a module importing one is CUDA-only by design.
-# Libraries whose models are torch modules: a file that imports one and no torch still moves torch modules
-# (``AutoModel.from_pretrained(...).half().cuda()``).
-TORCH_MODEL_LIBRARIES = frozenset({"transformers", "diffusers", "peft", "sentence_transformers", "timm"})
+# Libraries built on torch whose models and tensors are torch's: a file that imports one and no torch still
+# moves torch modules (``AutoModel.from_pretrained(...).half().cuda()``, ``lpips.LPIPS(net='alex').cuda()``).
+TORCH_MODEL_LIBRARIES = frozenset({"transformers", "diffusers", "peft", "sentence_transformers", "timm", "torchvision",
+                                   "torchaudio", "lpips", "kornia", "open_clip", "pytorch_lightning", "lightning",
+                                   "accelerate"})
 
 
 def uses_torch(modules: Iterable[str]) -> bool:

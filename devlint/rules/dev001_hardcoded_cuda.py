@@ -116,9 +116,10 @@ arguments (`nn.CrossEntropyLoss().cuda()`, `criterion = nn.MSELoss()` then `crit
 with no parameters, buffers or submodules other than such torch modules (`self.criterion =
 nn.MSELoss(reduction="mean")`): on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA; and
 `self.cuda(...)` in a class that defines its own `cuda` method (a helper that moves items with `.to(device)`).
-Files that never import torch, nor a library whose models are torch modules (transformers, diffusers, peft,
-sentence-transformers, timm: `AutoModel.from_pretrained(...).half().cuda()` in a demo that imports only
-transformers), are not checked.
+Files that never import torch, nor a library built on torch whose models and tensors are torch's
+(transformers, diffusers, peft, sentence-transformers, timm, torchvision, torchaudio, lpips, kornia,
+open_clip, Lightning, accelerate: `AutoModel.from_pretrained(...).half().cuda()` in a demo that imports only
+transformers, `lpips.LPIPS(net="alex").cuda()`), are not checked.
 
 What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
 body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant
