@@ -337,7 +337,7 @@ class Guards:
             return Polarity.UNKNOWN
         if self._flags.default(name) is True and name not in self._checked_flags():
             return Polarity.NONE  # --cuda defaulting to True (or --gpus to 1), never checked: not a guard
-        if not values and self._passed_polarity(name) is Polarity.NONE:
+        if not values and (self._passed_polarity(name) is Polarity.NONE or self._dict_default_on(name)):
             return Polarity.NONE  # fit(..., cuda) where every caller passes Cuda = True: a setting
         return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
 
@@ -364,6 +364,27 @@ class Guards:
                 if other.polarity(value) is not Polarity.NONE or not other._setting_on(value):
                     return Polarity.UNKNOWN
         return Polarity.NONE
+
+    def _dict_default_on(self, name: str) -> bool:
+        """``self.cuda`` set from a class's dictionary of defaults (``_defaults = {"cuda": True, ...}`` and
+        ``self.__dict__.update(self._defaults)`` in a method), on there, and no construction of the class in
+        the project passing ``cuda=`` (nor ``**kwargs``): a setting, on (the detection-repo template)."""
+        attr = name[len("self."):] if name.startswith("self.") else ""
+        if not attr or "." in attr:
+            return False
+        found = False  # (the name is read file-wide: every class that sets it so must leave it on)
+        for cls in self.ctx.nodes(cst.ClassDef):
+            for table in _default_tables(cls):
+                entry = next((e for e in table.elements if isinstance(e, cst.DictElement)
+                              and string_value(e.key) == attr), None)
+                if entry is None:
+                    continue
+                sites = call_sites(self.ctx, cls) if _on_by_default(entry.value) is True else None
+                if sites is None or any(a.star or (a.keyword is not None and a.keyword.value == attr)
+                                        for _, call in sites for a in call.args):
+                    return False
+                found = True
+        return found
 
     def _setting_on(self, value: cst.BaseExpression) -> bool:
         """Is ``value`` a setting that is on: ``True`` / a count of 1 or more, a name every assignment of which
@@ -886,3 +907,20 @@ def _imported(stmt: cst.BaseSmallStatement) -> list[str]:
 def _gpu_flag(expr: cst.BaseExpression) -> bool:
     """A plain flag named for the GPU (``cuda``, ``self.gpu_mode``, ``args.use_gpu``)."""
     return isinstance(expr, (cst.Name, cst.Attribute)) and devices.is_guard_text(dotted_name(expr) or "")
+
+
+def _default_tables(cls: cst.ClassDef) -> list[cst.Dict]:
+    """The class-level dictionaries a method of ``cls`` copies onto the object (``_defaults = {...}`` and
+    ``self.__dict__.update(self._defaults)``)."""
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    tables = {t.target.value: stmt.body[0].value for stmt in body if isinstance(stmt, cst.SimpleStatementLine)
+              and isinstance(stmt.body[0], cst.Assign) and isinstance(stmt.body[0].value, cst.Dict)
+              for t in stmt.body[0].targets if isinstance(t.target, cst.Name)}
+    if not tables:
+        return []
+    copied = set()
+    for node in walk(cls):
+        if isinstance(node, cst.Call) and dotted_name(node.func) == "self.__dict__.update" and node.args:
+            source = dotted_name(node.args[0].value) or ""
+            copied.add(source.rpartition(".")[2])
+    return [table for key, table in tables.items() if key in copied]

@@ -130,7 +130,9 @@ parameter (`def fit_one_epoch(model, batches, cuda):` ... `if cuda:`), or an att
 (`self.gpu_mode = args.gpu_mode`), is read through what every call in the project passes: a setting that
 is on in every call (`Cuda = True` in train.py, a `--gpu_mode` option defaulting to True) is no check; one
 call passing `torch.cuda.is_available()`, a flag that is off, or calls that cannot all be found keep it a
-guard. Such an exit guards the
+guard. So does a class's dictionary of settings copied onto the object (`_defaults = {"cuda": True}` and
+`self.__dict__.update(self._defaults)`): `if self.cuda:` is no check when `cuda` is on there and no
+construction of the class passes `cuda=`. Such an exit guards the
 flag's branches only: a run without the flag goes on past it, so unconditional CUDA work after it is reported.
 An early exit guards what follows only when its condition is true whenever CUDA is unavailable (`if not
 torch.cuda.is_available():`, `if not torch.cuda.is_available() or not flash:`).
