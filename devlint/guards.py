@@ -155,14 +155,14 @@ class Guards:
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             return self.mode_falsity(expr.expression)
         found = self.polarity(expr)
-        return Polarity.AVAILABLE if found is Polarity.NONE and _gpu_flag(expr) else found
+        return Polarity.AVAILABLE if found is Polarity.NONE and gpu_flag(expr) else found
 
     def mode_falsity(self, expr: cst.BaseExpression) -> Polarity:
         """:meth:`falsity`, read as :meth:`mode_polarity` reads a condition."""
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             return self.mode_polarity(expr.expression)
         found = self.falsity(expr)
-        return Polarity.UNAVAILABLE if found is Polarity.NONE and _gpu_flag(expr) else found
+        return Polarity.UNAVAILABLE if found is Polarity.NONE and gpu_flag(expr) else found
 
     def is_test(self, expr: cst.BaseExpression) -> bool:
         """Does this condition look at accelerator availability or the device in use (either way)?"""
@@ -358,9 +358,9 @@ class Guards:
                 other = self if site_ctx is self.ctx else guards(site_ctx)
                 if attr:  # args.gpu_mode, args passed as the caller's args: the caller's args.gpu_mode
                     base = dotted_name(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
-                    value = cst.parse_expression(f"{base}.{attr}") if base else value
                     if base is None:
                         return Polarity.UNKNOWN
+                    value = cst.parse_expression(f"{base}.{attr}")
                 if other.polarity(value) is not Polarity.NONE or not other._setting_on(value):
                     return Polarity.UNKNOWN
         return Polarity.NONE
@@ -904,7 +904,7 @@ def _imported(stmt: cst.BaseSmallStatement) -> list[str]:
     return []
 
 
-def _gpu_flag(expr: cst.BaseExpression) -> bool:
+def gpu_flag(expr: cst.BaseExpression) -> bool:
     """A plain flag named for the GPU (``cuda``, ``self.gpu_mode``, ``args.use_gpu``)."""
     return isinstance(expr, (cst.Name, cst.Attribute)) and devices.is_guard_text(dotted_name(expr) or "")
 

@@ -14,7 +14,7 @@ from devlint.analysis import is_cuda_call, parameterless_module
 from devlint.bindings import device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
-from devlint.guards import guards, walk
+from devlint.guards import gpu_flag, guards, walk
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, insert_after, replace_token
 from devlint.rules.fixes import preferred_quote, quote_at
@@ -543,8 +543,7 @@ def _gpu_only_as_written(ctx: Context) -> bool:
 def _gpu_flag_branch(ctx: Context) -> bool:
     """Does the file branch on a flag named for the GPU (``if self.gpu_mode:``, ``if cuda:``)? With the flag
     off it has a path without CUDA, whatever the flag's default."""
-    return any(isinstance(stmt.test, (cst.Name, cst.Attribute)) and devices.is_guard_text(
-        dotted_name(stmt.test) or "") for stmt in ctx.nodes(cst.If))
+    return any(gpu_flag(stmt.test) for stmt in ctx.nodes(cst.If))
 
 
 def _hardcoded_device_helper(ctx: Context, call: cst.Call) -> bool:
