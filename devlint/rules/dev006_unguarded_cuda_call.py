@@ -136,9 +136,10 @@ asks whether there is a GPU (`torch.cuda.is_available()`, `torch.accelerator.is_
 `device_count()` compared with zero or tested as a truth value; not a question only printed or logged,
 `print("CUDA available:", torch.cuda.is_available())`), compares a device with `"cpu"` or `"mps"`,
 chooses `"cpu"` / `"mps"` (a branch of a conditional expression, a device variable, a `device="cpu"` parameter
-default, a `--device` option's default, a `"device"` config entry), or has a GPU option that is off by
-default (`--cpu`, `--no-cuda`, `--cuda` with `action="store_true"`; not an option that keeps one part on the
-CPU, `--model-ema-force-cpu`, `--cpu-offload`), or a device option (`--device`, whatever its default:
+default, a `--device` option's default, a `"device"` config entry), or has a GPU option that can be turned
+off (`--cpu`, `--no-cuda`, a `--cuda` switch: `action="store_true"` / `"store_false"`, a `True`, `False` or
+`None` default, so `--cuda False` is one of its values; not an option that keeps one part on the CPU,
+`--model-ema-force-cpu`, `--cpu-offload`), or a device option (`--device`, whatever its default:
 `--device cpu` is one of its values). In a project run, a file with no fallback of its own is reported
 where a script of the project that has one calls the function holding the call, with no check at the call:
 the `engine.py` whose `train_one_epoch` synchronises, run by `main.py --device cpu` (DeiT, ConvNeXt, MAE,
@@ -411,7 +412,7 @@ def _called_with_fallback(ctx: Context, call: cst.Call) -> bool:
 def device_agnostic(ctx: Context) -> bool:
     """Does this file have a fallback somewhere (a path it takes without CUDA)? It asks whether an accelerator
     is there (a GPU count only when compared with zero: a count of GPUs to spread work over is no fallback),
-    compares a device with "cpu" / "mps" or chooses one, or has a GPU option that is off by default. Computed
+    compares a device with "cpu" / "mps" or chooses one, or has a GPU option that can be turned off. Computed
     once per module (DEV005 asks too)."""
     return ctx.shared("dev006.device_agnostic", _device_agnostic)
 
@@ -553,8 +554,9 @@ _PART_OF_PROGRAM = frozenset({"ema", "offload", "data", "dataloader", "loader", 
 
 
 def _gpu_opt_in(name: str, option: CommandLineOption) -> bool:
-    """A command-line option that makes the GPU optional: ``--cpu``, ``--no-cuda``, ``--cuda`` / ``--gpu``
-    that is off by default (``action="store_true"``, ``default=False`` or ``None``), or a device option
+    """A command-line option that makes the GPU optional: ``--cpu``, ``--no-cuda``, a ``--cuda`` / ``--gpu``
+    switch (``action="store_true"`` / ``"store_false"``, ``default=True``, ``False`` or ``None``: it can be
+    turned off), or a device option
     (``--device``, ``--eval-device``: whatever its default, ``--device cpu`` is one of its values)."""
     words = name.lower().split("_")
     if not _PART_OF_PROGRAM.isdisjoint(words):
@@ -565,8 +567,8 @@ def _gpu_opt_in(name: str, option: CommandLineOption) -> bool:
         return False
     default = option.keywords.get("default")
     if default is not None:
-        return isinstance(default, cst.Name) and default.value in ("False", "None")
-    return option.text("action") == "store_true"
+        return isinstance(default, cst.Name) and default.value in ("False", "None", "True")
+    return option.text("action") in ("store_true", "store_false")
 
 
 # Calls whose statement only reports what it is given (wrapping it skips a message, nothing else).
