@@ -125,15 +125,15 @@ What is a guard: only a condition whose truth implies an accelerator is availabl
 body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant
 (`USE_CUDA = True`) or a `--cuda` flag that defaults to on is a setting, not a check: code under them is
 reported, unless an early exit pairs the flag with availability (`if args.cuda and not
-torch.cuda.is_available(): raise ...`: past it, the flag set means CUDA is there). A flag that is a
-parameter (`def fit_one_epoch(model, batches, cuda):` ... `if cuda:`), or an attribute of one
-(`self.gpu_mode = args.gpu_mode`), is read through what every call in the project passes: a setting that
-is on in every call (`Cuda = True` in train.py, a `--gpu_mode` option defaulting to True) is no check; one
-call passing `torch.cuda.is_available()`, a flag that is off, or calls that cannot all be found keep it a
-guard. So does a class's dictionary of settings copied onto the object (`_defaults = {"cuda": True}` and
-`self.__dict__.update(self._defaults)`): `if self.cuda:` is no check when `cuda` is on there and no
-construction of the class passes `cuda=`. Such an exit guards the
+torch.cuda.is_available(): raise ...`: past it, the flag set means CUDA is there). Such an exit guards the
 flag's branches only: a run without the flag goes on past it, so unconditional CUDA work after it is reported.
+A flag that is a parameter (`def fit_one_epoch(model, batches, cuda):` ... `if cuda:`), or an attribute of
+one (`self.gpu_mode = args.gpu_mode`), is read through what every call in the project passes: a setting
+that is on in every call (`Cuda = True` in train.py, a `--gpu_mode` option defaulting to True) is no
+check; one call passing `torch.cuda.is_available()`, a flag that is off, or calls that cannot all be found
+keep it a guard. A class's dictionary of settings copied onto the object (`_defaults = {"cuda": True}` and
+`self.__dict__.update(self._defaults)`) is read the same way: `if self.cuda:` is no check when `cuda` is on
+there and no construction of the class passes `cuda=`.
 An early exit guards what follows only when its condition is true whenever CUDA is unavailable (`if not
 torch.cuda.is_available():`, `if not torch.cuda.is_available() or not flash:`).
 
