@@ -310,7 +310,12 @@ def parameterless_module(ctx: Context, receiver: cst.BaseExpression) -> bool:
     found = callee(ctx, receiver)
     if found is None or not isinstance(found[1], cst.ClassDef):
         return False
-    cls_ctx, cls = found[0], found[1]
+    return parameterless_class(found[0], found[1])
+
+
+def parameterless_class(cls_ctx: Context, cls: cst.ClassDef) -> bool:
+    """Is ``cls`` a direct ``nn.Module`` subclass of the project whose body can give it no parameter, buffer or
+    submodule (a wrapper of a custom autograd function, a loss holding only ``nn.MSELoss()``)?"""
     if not any((cls_ctx.qualname(b.value) or "") in ("torch.nn.Module", "torch.nn.modules.module.Module")
                for b in cls.bases):
         return False  # only a direct nn.Module subclass: a base of the project may hold parameters

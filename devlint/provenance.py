@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from devlint import devices
+from devlint.analysis import parameterless_class
 from devlint.bindings import Binding, bindings
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.guards import Polarity, guards
@@ -689,7 +690,7 @@ class Provenance:
             return found if found is not None or qn.split(".")[0] in devices.EVIDENCE_ROOTS else self._returned(call)
         if isinstance(func, cst.Name) and func.value in self.module_classes:
             cls = next((c for c in ctx.nodes(cst.ClassDef) if c.name.value == func.value), None)
-            return Val("module", params=cls is None or not forward_without_grad(ctx, cls), torch=True,
+            return Val("module", params=cls is None or not _output_without_own_grad(ctx, cls), torch=True,
                        cpu=not self.default_device)
         if isinstance(func, cst.Attribute):
             held = env.get(dotted_name(func) or "")
@@ -870,7 +871,7 @@ class Provenance:
         other = self if other_ctx is self.ctx else provenance(other_ctx)
         if isinstance(definition, cst.ClassDef):  # a module class of the project: Net()
             if definition.name.value in other.module_classes:
-                return Val("module", params=not forward_without_grad(other_ctx, definition), torch=True,
+                return Val("module", params=not _output_without_own_grad(other_ctx, definition), torch=True,
                            cpu=not self.default_device)
             return None
         other._ensure(definition)
@@ -970,6 +971,13 @@ _MAX_SITES = 8  # a helper called from more places than this: its parameters are
 # Tensor methods that keep a tensor's (absence of) grad whatever their arguments: shapes, copies, moves, casts
 _GRAD_KEEPING = frozenset({"view", "reshape", "permute", "transpose", "contiguous", "squeeze", "unsqueeze",
                            "flatten", "detach", "clone", "cpu", "cuda", "to", "float", "half", "double", "expand"})
+
+
+def _output_without_own_grad(ctx: Context, cls: cst.ClassDef) -> bool:
+    """Does a call of the module class make no graph from parameters of its own: it has none
+    (:func:`parameterless_class`), or its ``forward`` runs them under ``torch.no_grad()``? What requires grad
+    in its output then comes from its inputs only."""
+    return forward_without_grad(ctx, cls) or parameterless_class(ctx, cls)
 
 
 def forward_without_grad(ctx: Context, cls: cst.ClassDef) -> bool:
