@@ -315,6 +315,13 @@ def uses_torch(modules: Iterable[str]) -> bool:
 # CPU build exists)
 CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn", "mamba_ssm",
                                  "causal_conv1d", "selective_scan_cuda"})
+
+
+def cuda_only_library(module: str) -> bool:
+    """Is ``module`` (an imported module's dotted name) a library that needs an NVIDIA GPU (TensorRT, CuPy,
+    ``numba.cuda``, ...; ``cuda`` only as itself: ``cuda.bindings`` and the like are not all CUDA-only)?"""
+    return module in CUDA_ONLY_LIBRARIES or module.split(".")[0] in CUDA_ONLY_LIBRARIES - {"cuda"}
+
 # What an out-of-memory fallback does or says (an except handler that ran because CUDA ran out of memory).
 OOM_HINTS = ("out of memory", "oom", "empty_cache", "OutOfMemoryError")
 # In a NCCL project, "is torch.distributed running?" is a CUDA check (all_gather, reduce_dict helpers).

@@ -105,10 +105,9 @@ class Guards:
         (CUDAExtension in its setup.py), or a module of the project that does so?"""
         ctx = self.ctx
         required = _own_imports(ctx)
-        if any(_cuda_only_library(m) for m in required):
+        if any(devices.cuda_only_library(m) for m in required):
             return True
-        return ctx.project is not None and ctx.project.imports_cuda_only(required, ctx.path,
-                                                                         devices.CUDA_ONLY_LIBRARIES)
+        return ctx.project is not None and ctx.project.imports_cuda_only(required, ctx.path)
 
     # --- polarity ------------------------------------------------------------------------------
     def falsity(self, expr: cst.BaseExpression) -> Polarity:
@@ -505,7 +504,7 @@ class Guards:
         if isinstance(stmt, cst.SimpleStatementLine):
             if any(isinstance(s, cst.Assert) and self.polarity(s.test) is Polarity.AVAILABLE for s in stmt.body):
                 return True
-            if any(_cuda_only_library(m) for s in stmt.body for m in _imported(s)):
+            if any(devices.cuda_only_library(m) for s in stmt.body for m in _imported(s)):
                 return True  # `elif engine: import tensorrt as trt`: the rest of the branch needs an NVIDIA GPU
             return any(self._cuda_only_call(call, depth) for call in _statement_calls(stmt))
         return False
@@ -887,12 +886,6 @@ def _collective_functions(ctx: Context) -> frozenset[cst.FunctionDef]:
 def _constant_device(call: cst.Call) -> bool:
     """``torch.cuda.set_device(0)``: a GPU picked by number, not a launched rank's (``set_device(local_rank)``)."""
     return bool(call.args) and isinstance(call.args[0].value, cst.Integer)
-
-
-def _cuda_only_library(module: str) -> bool:
-    """Is ``module`` (an imported module's dotted name) a library that needs an NVIDIA GPU (TensorRT, CuPy,
-    ``numba.cuda``, ...; ``cuda`` only as itself: ``cuda.bindings`` and the like are not all CUDA-only)?"""
-    return module in devices.CUDA_ONLY_LIBRARIES or module.split(".")[0] in devices.CUDA_ONLY_LIBRARIES - {"cuda"}
 
 
 def _imported(stmt: cst.BaseSmallStatement) -> list[str]:

@@ -20,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
+from devlint import devices
 from devlint.context import Context, dotted_name
 from devlint.lazy import LazyModule
 from devlint.source import LIBCST_MAX_BYTES
@@ -71,7 +72,7 @@ class Project:
         self._values: dict[str, frozenset[str] | None] = {}  # path -> names it uses as values (used_as_value)
         self._builds_cuda: dict[str, bool] = {}  # path -> does it build CUDA kernels at import
         self._targets: dict[tuple[str, str], tuple[str, str | None]] = {}  # (import, importer) -> (module, file)
-        self._module_cuda_only: dict[tuple[str, str | None, frozenset[str]], bool] = {}  # _cuda_only_module
+        self._module_cuda_only: dict[tuple[str, str | None], bool] = {}  # _cuda_only_module
         self._noted: dict[str, int] = {}  # path -> hash of the bytes the pre-filter parsed (note_tree)
 
     # --- files ----------------------------------------------------------------------------------
@@ -385,49 +386,48 @@ class Project:
             self._cuda_extensions = frozenset(names)
         return self._cuda_extensions
 
-    def imports_cuda_only(self, modules: Iterable[str], near: str, libraries: frozenset[str]) -> bool:
+    def imports_cuda_only(self, modules: Iterable[str], near: str) -> bool:
         """Does one of ``modules`` (imported by the file ``near``) name a CUDA extension of the project or a
-        CUDA-only library (``libraries``: TensorRT, PyCUDA, ...), or a module of the project that imports one
-        at its top?"""
+        CUDA-only library (devices.cuda_only_library: TensorRT, PyCUDA, ...), or a module of the project that
+        imports one at its top?"""
         seen: set[str] = set()
         frontier = [(module, near) for module in modules]
         for _hop in range(_IMPORT_HOPS):  # the file's imports, then what the project's modules among them import
             following: list[tuple[str, str]] = []
             for marked, importer in frontier:
                 if marked.startswith("|"):  # one of these is imported: CUDA-only when each is (not walked on)
-                    if all(self._cuda_only_module(alt, importer, libraries) for alt in marked[1:].split("|")):
+                    if all(self._cuda_only_module(alt, importer) for alt in marked[1:].split("|")):
                         return True
                     continue
                 module, path = self._import_target(marked, importer)
                 if not module:
                     continue
-                if self._cuda_only_module(module, importer, libraries, path):
+                if self._cuda_only_module(module, importer, path):
                     return True
                 if path is not None and path not in seen:
                     seen.add(path)
                     self.consulted.add(path)  # its top imports decide: the asking file depends on it
                     following.extend((m, path) for m in self._top_imports(path))
             frontier = following
-        return any(self._cuda_only_module(module, importer, libraries) for module, importer in frontier
+        return any(self._cuda_only_module(module, importer) for module, importer in frontier
                    if not module.startswith(("?", "|")))
 
-    def _cuda_only_module(self, module: str, importer: str, libraries: frozenset[str],
-                          path: str | None = "") -> bool:
+    def _cuda_only_module(self, module: str, importer: str, path: str | None = "") -> bool:
         """Is the imported ``module`` (its file ``path``, looked up when not given) CUDA-only by itself: a
         CUDA-only library, a module that builds CUDA kernels at import, a compiled CUDA extension of the
         project?"""
         if path == "":
             path = self._import_file(module, importer)
-        key = (module, path, libraries)
+        key = (module, path)
         held = self._module_cuda_only.get(key)
         if held is None:
-            held = self._module_cuda_only[key] = self._cuda_only_uncached(module, path, libraries)
+            held = self._module_cuda_only[key] = self._cuda_only_uncached(module, path)
         return held
 
-    def _cuda_only_uncached(self, module: str, path: str | None, libraries: frozenset[str]) -> bool:
+    def _cuda_only_uncached(self, module: str, path: str | None) -> bool:
         if module.startswith("."):  # a relative import: its file, or a compiled extension beside it
             module = module.lstrip(".")
-        elif module in libraries or module.split(".")[0] in libraries - {"cuda"}:
+        elif devices.cuda_only_library(module):
             return True
         if path is not None and self._builds_cuda_at_import(path):
             return True  # stylegan2's op/fused_act.py: `fused = load("fused", sources=[... ".cu"])`
@@ -1014,11 +1014,7 @@ def passed_values(ctx: Context, param: cst.Param) -> list[tuple[Context, cst.Bas
         if any(a.star for a in call.args):
             return None
         bound = is_method and (isinstance(call.func, cst.Attribute) or func.name.value == "__init__")
-        keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-        positional = [a.value for a in call.args if a.keyword is None]
-        at = None if index is None else index - (1 if bound else 0)
-        value = keyword if keyword is not None else (
-            positional[at] if at is not None and 0 <= at < len(positional) else None)
+        value = _argument_for(call, name, index, bound)
         if value is None:
             if param.default is None:
                 return None
@@ -1057,7 +1053,18 @@ def _leaves_default(call: cst.Call, name: str, index: int | None, bound: bool) -
     called on an object, whose first parameter is the object)?"""
     if any(a.star for a in call.args):
         return False  # *args / **kwargs: may pass it
-    if any(a.keyword is not None and a.keyword.value == name for a in call.args):
-        return False
-    positional = sum(1 for a in call.args if a.keyword is None)
-    return index is None or positional + (1 if bound else 0) <= index
+    if bound and index == 0:
+        return False  # the object itself
+    return _argument_for(call, name, index, bound) is None
+
+
+def _argument_for(call: cst.Call, name: str, index: int | None, bound: bool) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter ``name`` (at positional ``index``; ``bound``: its first
+    parameter is the object the method is called on, no argument), by keyword or by position; None when it
+    passes nothing there (``*args`` / ``**kwargs`` are the caller's to check)."""
+    keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+    if keyword is not None:
+        return keyword
+    positional = [a.value for a in call.args if a.keyword is None]
+    at = None if index is None else index - (1 if bound else 0)
+    return positional[at] if at is not None and 0 <= at < len(positional) else None

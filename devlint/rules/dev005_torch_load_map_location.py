@@ -436,9 +436,7 @@ def _cpu_only_program(ctx: Context) -> bool:
     Python file of its directory (the file alone, outside a project; regular files only: a FIFO would block)
     mentions CUDA, a GPU, mps or xpu, and one of them calls ``torch.save``? What such a program loads, it
     saved from CPU tensors."""
-    texts = [(ctx.text or ctx.module.code).encode("utf-8", "replace")]
-    if ctx.project is not None:
-        texts.extend(ctx.project.siblings(ctx.path))
+    texts = list(_folder_texts(ctx))
     if any(devices.ACCELERATOR_MENTION.search(text) for text in texts):
         return False
     save = devices.SAVE_FUNC.rsplit(".", 1)[1].encode()
@@ -490,9 +488,15 @@ def _no_writer_beside(ctx: Context) -> bool:
     project = ctx.project
     if project is None or len(project.paths) <= 1:
         return False
-    if _CHECKPOINT_WRITERS.search((ctx.text or ctx.module.code).encode("utf-8", "replace")):
-        return False
-    return not any(_CHECKPOINT_WRITERS.search(data) for data in project.siblings(ctx.path))
+    return not any(_CHECKPOINT_WRITERS.search(data) for data in _folder_texts(ctx))
+
+
+def _folder_texts(ctx: Context) -> Iterator[bytes]:
+    """The file's own bytes, then (in a project run) those of the other Python files of its folder, each read
+    when asked for (Project.siblings: a caller that stops early depends on no more than it read)."""
+    yield (ctx.text or ctx.module.code).encode("utf-8", "replace")
+    if ctx.project is not None:
+        yield from ctx.project.siblings(ctx.path)
 
 
 def _saves_cpu_state(ctx: Context) -> bool:
