@@ -503,8 +503,9 @@ def _saves_cpu_state(ctx: Context) -> bool:
     """Does the program write its checkpoints from the CPU: the file calls ``torch.save``, every call saves a
     value moved there (``torch.save(model.cpu().state_dict(), p)``, ``{k: v.cpu() ...}``) or a value of a
     name whose last move before it in the same function is to the CPU (``model.eval().cpu()`` then
-    ``torch.save(model.state_dict(), p)``), and no other Python file of its directory calls ``torch.save``?
-    What such a program loads, it saved from CPU tensors."""
+    ``torch.save(model.state_dict(), p)``; a state dict whose items were replaced by CPU copies), leaving
+    out optimizers' state, and no other Python file of its directory calls ``torch.save``? What such a
+    program loads into a network, it saved from CPU tensors."""
     if not ctx.shared("dev005.saves_cpu_state", _cpu_saver):
         return False
     return ctx.project is None or not any(_TORCH_SAVE.search(data) for data in ctx.project.siblings(ctx.path))
@@ -512,6 +513,7 @@ def _saves_cpu_state(ctx: Context) -> bool:
 
 def _cpu_saver(ctx: Context) -> bool:
     saves = [c for c in ctx.nodes(cst.Call) if ctx.qualname(c.func) == devices.SAVE_FUNC]
+    saves = [save for save in saves if not (save.args and _optimizer_state(save.args[0].value))]
     if not saves:
         return False
     for save in saves:
@@ -522,12 +524,58 @@ def _cpu_saver(ctx: Context) -> bool:
             continue
         root = _root(saved)
         scope = _scope(ctx, save)
-        moves = [call for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope) and _root(call) == root
-                 and isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES
-                 and ctx.order[call] < ctx.order[save]]
-        if root is None or not moves or not _moves_to_cpu(max(moves, key=lambda call: ctx.order[call])):
+        moves: list[cst.CSTNode] = [
+            call for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope) and _root(call) == root
+            and isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES
+            and ctx.order[call] < ctx.order[save]]
+        moves += [assign for assign in ctx.nodes(cst.Assign) if _in_scope(ctx, assign, scope)
+                  and ctx.order[assign] < ctx.order[save] and _item_moved(assign, root)]
+        if root is None or not moves or not _moves_to_cpu(_last_move(max(moves, key=lambda n: ctx.order[n]))):
             return False  # not moved, or moved back (``model.to(device).train()``) since
     return True
+
+
+def _item_moved(assign: cst.Assign, root: str | None) -> bool:
+    """Is ``assign`` ``root[key] = <value>`` with a move in its value (``state_dict[key] = param.cpu()`` in a
+    loop over the state's items: BasicSR's and KAIR's ``save_network``)?"""
+    return root is not None and any(
+        isinstance(t.target, cst.Subscript) and _root(t.target) == root for t in assign.targets) \
+        and any(_moves_to_cpu(n) or _is_move(n) for n in walk(assign.value))
+
+
+def _is_move(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES
+
+
+def _last_move(node: cst.CSTNode) -> cst.CSTNode:
+    """The move a statement makes: the call itself, or the move in an item assignment's value."""
+    if isinstance(node, cst.Assign):
+        return next(n for n in walk(node.value) if _is_move(n))
+    return node
+
+
+def _optimizer_state(saved: cst.BaseExpression) -> bool:
+    """Is ``saved`` an optimizer's state (``optimizer.state_dict()``, ``self.optimizer_G.state_dict()``)? A
+    file of its own, read back by an optimizer's ``load_state_dict``: a network's load does not read it."""
+    return isinstance(saved, cst.Call) and isinstance(saved.func, cst.Attribute) \
+        and saved.func.attr.value == "state_dict" \
+        and bool(_OPTIMIZER.search((dotted_name(saved.func.value) or "").rsplit(".", 1)[-1]))
+
+
+def _feeds_optimizer(ctx: Context, load: cst.Call) -> bool:
+    """Does the loaded value (or what is computed from it) go to an optimizer's ``load_state_dict``?"""
+    scope = _scope(ctx, load)
+    flow = _Flow(ctx, load, scope)
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == devices.STATE_LOADER \
+                and _in_scope(ctx, call, scope) and any(flow.mentions(a.value) for a in call.args) \
+                and _OPTIMIZER.search((dotted_name(func.value) or "").rsplit(".", 1)[-1]):
+            return True
+    return False
+
+
+_OPTIMIZER = re.compile(r"optim", re.IGNORECASE)
 
 
 _MOVES = frozenset({"cpu", "cuda", devices.MOVE_METHOD})
@@ -724,8 +772,12 @@ Not reported:
 - a program that writes its checkpoints from the CPU: the loading file calls `torch.save`, each call saves a
   value moved there (`torch.save(model.cpu().state_dict(), path)`, `{k: v.cpu() for ...}`) or a value whose
   last move before the save in the same function is to the CPU (`model.eval().cpu()` then
-  `torch.save(model.state_dict(), path)`; not when `model.to(device)` came after it), and no other Python
-  file of its directory calls `torch.save`;
+  `torch.save(model.state_dict(), path)`; not when `model.to(device)` came after it; also a state dict
+  whose items were each replaced by a CPU copy, `for k, v in state_dict.items(): state_dict[k] = v.cpu()`,
+  the `save_network` of BasicSR and KAIR), and no other Python file of its directory calls `torch.save`.
+  An optimizer's state (`torch.save(optimizer.state_dict(), path)`) is a file of its own, left on the
+  training device: it does not count against the network's saves, and a load handed to an optimizer's
+  `load_state_dict` is still reported;
 - a file published with or for the code, whose device is its publisher's choice: a path built from
   `__file__` (weights shipped in the package), or fetched from the internet in the loading function
   (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
@@ -968,10 +1020,12 @@ only the changed cells' sources.
             if _after_cuda_crash(ctx, call) or _other_arm_maps(ctx, call):
                 continue
             if cpu_only is None:
-                cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) or _saves_cpu_state(ctx) \
+                cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) \
                     or _loads_others_checkpoints(ctx) or _no_writer_beside(ctx)
             if cpu_only:
                 return
+            if _saves_cpu_state(ctx) and not _feeds_optimizer(ctx, call):
+                continue
             yield self._report(ctx, call, _short(loader), passed if isinstance(passed, cst.Arg) else None)
 
     def _report(self, ctx: Context, call: cst.Call, loader: str, none: cst.Arg | None) -> Finding:
