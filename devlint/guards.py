@@ -21,7 +21,14 @@ from devlint import devices
 from devlint.analysis import command_line_option, command_line_options
 from devlint.context import Context, children, dotted_name, string_value
 from devlint.lazy import LazyModule
-from devlint.project import call_sites, callee, passed_values, relies_on_default, top_level_imports
+from devlint.project import (
+    call_sites,
+    callee,
+    inherited_method,
+    passed_values,
+    relies_on_default,
+    top_level_imports,
+)
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -460,12 +467,24 @@ class Guards:
         if any(self._marks_cuda_only(d.decorator) for d in node.decorators):
             return True
         if isinstance(node, cst.ClassDef):
-            # a class whose __init__ sets the GPU up on every path (set_device, a NCCL group, an assert): every
-            # instance lives in a CUDA-only flow
-            init = next((s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
-                        None) if isinstance(node.body, cst.IndentedBlock) else None
-            return init is not None and self.requires_cuda(init, depth=0)
+            # a class whose __init__ sets the GPU up on every path (set_device, a NCCL group, an assert; also
+            # through a method it calls, `self.setup_dist_env()`, or the __init__ it inherits from a base class
+            # of the project): every instance lives in a CUDA-only flow
+            key = (id(node), -1)
+            if key not in self._requires:
+                self._requires[key] = False  # recursion: assume not while computing
+                self._requires[key] = self._init_requires_cuda(node)
+            return self._requires[key]
         return self._runs_collective(node) and self._nccl()
+
+    def _init_requires_cuda(self, cls: cst.ClassDef) -> bool:
+        init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+                    None) if isinstance(cls.body, cst.IndentedBlock) else None
+        if init is not None:
+            return self.requires_cuda(init, depth=1)
+        inherited = inherited_method(self.ctx, cls, "__init__")
+        return inherited is not None and isinstance(inherited[1], cst.FunctionDef) \
+            and guards(inherited[0]).requires_cuda(inherited[1], depth=1)
 
     def _runs_collective(self, func: cst.FunctionDef) -> bool:
         return func in self.ctx.shared("guards.collective_functions", _collective_functions)
@@ -567,12 +586,15 @@ class Guards:
             self._requires[key] = found
         return self._requires[key]
 
-    def is_guarded(self, node: cst.CSTNode, depth: int = 2) -> bool:
+    def is_guarded(self, node: cst.CSTNode, depth: int = 2, caught: bool = True) -> bool:
+        """Does ``node`` run only where CUDA is certain? ``caught``: a ``try`` that catches device errors counts
+        however it handles them; False for a call site, where only a handler that recovers does (one that only
+        logs, skips or passes catches the called code's failure: it takes no path around it)."""
         if self.module_guarded:
             return True
         child = node
         for anc in self.ctx.ancestors(node):
-            if self._guards_child(anc, child):
+            if self._guards_child(anc, child, caught):
                 return True
             if isinstance(anc, cst.FunctionDef):
                 if self._import_needs_cuda() and self._top_definition(anc):
@@ -583,6 +605,9 @@ class Guards:
                     return True  # a method of a GPU-only class (CUDAAccelerator, one whose __init__ sets the GPU)
                 if depth > 0 and self._entered_guarded(anc, depth):
                     return True
+                if depth > 0 and isinstance(owner, cst.ClassDef) and _instance_method(anc) \
+                        and self._constructed_guarded(owner, depth):
+                    return True  # a method of a class built only where CUDA is certain: its instances live there
                 if not isinstance(self.ctx.parent(self.ctx.parent(anc)), cst.FunctionDef):
                     return False
                 # a function defined in a function exists only where its `def` ran: after a NCCL group or
@@ -634,11 +659,33 @@ class Guards:
         if sites is None or handed is None:
             sites, handed = [], []
         entries = [*((site_ctx, call) for site_ctx, call in sites), *((self.ctx, call) for call in handed)]
-        result = bool(entries) and all(guards(site_ctx).is_guarded(call, depth - 1) for site_ctx, call in entries)
+        result = bool(entries) and all(guards(site_ctx).is_guarded(call, depth - 1, caught=False)
+                                       for site_ctx, call in entries)
         self._entered[key] = result
         return result
 
-    def _guards_child(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool:
+    def _constructed_guarded(self, cls: cst.ClassDef, depth: int) -> bool:
+        """Is every construction of ``cls`` in the project guarded (a trainer built only after set_device and a
+        NCCL group), the class neither subclassed in the project nor used as a value (a registry, a factory
+        argument: built where devlint cannot see)? A class nobody in the project builds is not."""
+        if self.ctx.parent(cls) is not self.ctx.module:
+            return False
+        key = (id(cls), depth)
+        if key in self._entered:
+            return self._entered[key]
+        self._entered[key] = False  # recursion: assume not while computing
+        name = cls.name.value
+        project = self.ctx.project
+        home = os.path.abspath(self.ctx.path)
+        if project is None or not project.only_called(name, home):
+            return False
+        sites = call_sites(self.ctx, cls)
+        result = bool(sites) and all(guards(site_ctx).is_guarded(call, depth - 1, caught=False)
+                                     for site_ctx, call in sites or [])
+        self._entered[key] = result
+        return result
+
+    def _guards_child(self, anc: cst.CSTNode, child: cst.CSTNode, caught: bool = True) -> bool:
         """Does ``anc`` guard its part ``child``?"""
         if isinstance(anc, (cst.If, cst.While)) and child is not anc.test:
             if child is anc.body:
@@ -657,7 +704,7 @@ class Guards:
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return self._cuda_only_definition(anc)
         if isinstance(anc, cst.Try) and child is anc.body:
-            return any(_catches_device_errors(h) for h in anc.handlers)
+            return any(_catches_device_errors(h) and (caught or _recovers(h)) for h in anc.handlers)
         if isinstance(anc, cst.ExceptHandler) and child is anc.body:
             return self._out_of_memory_fallback(anc)
         if isinstance(anc, (cst.IndentedBlock, cst.Module)):
@@ -715,6 +762,28 @@ def _catches_device_errors(handler: cst.ExceptHandler) -> bool:
     if handler.type is None or isinstance(handler.type, cst.Tuple):
         return True
     return (dotted_name(handler.type) or "").split(".")[-1] in devices.GUARD_EXCEPTIONS
+
+
+def _recovers(handler: cst.ExceptHandler) -> bool:
+    """Does the handler do work of its own (a CPU fallback), not only log, print, skip, pass, return or
+    raise?"""
+    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
+    for stmt in body:
+        small = stmt.body if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else None
+        if small is None:
+            return True  # an if, a loop, a with: work of its own
+        for part in small:
+            if isinstance(part, (cst.Pass, cst.Continue, cst.Break, cst.Raise, cst.Return)):
+                continue
+            if isinstance(part, cst.Expr) and isinstance(part.value, cst.Call) \
+                    and _REPORTS.search(dotted_name(part.value.func) or ""):
+                continue
+            return True
+    return False
+
+
+# calls that only report a failure: print, logging, warnings, traceback
+_REPORTS = re.compile(r"^(print|warn|warnings\.\w+|traceback\.\w+|(logging|logger|log|LOGGER|_logger)\.\w+)$")
 
 
 def _returns(stmt: cst.CSTNode) -> bool:
@@ -862,6 +931,11 @@ def _handed_to_runner(ctx: Context, func: cst.FunctionDef) -> list[cst.Call] | N
         if path != home and name.encode() in (data := project.read(path) or b"") and imported.search(data):
             return None
     return found
+
+
+def _instance_method(func: cst.FunctionDef) -> bool:
+    """A method called on an instance: not a static or class method."""
+    return not any(dotted_name(d.decorator) in ("staticmethod", "classmethod") for d in func.decorators)
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

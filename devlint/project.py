@@ -61,6 +61,7 @@ class Project:
         self.consulted: set[str] = set()
         self._evidence: dict[str, dict[str, bool]] = {}
         self._exports: dict[str, dict[str, tuple[int, str, str]]] = {}
+        self._stars: dict[str, list[str]] = {}  # path -> the project's modules it star-imports at its top
         self._cuda_extensions: frozenset[str] | None = None
         self._adopted: Context | None = None  # the file being linted (never evicted)
         self._top: dict[str, frozenset[str]] = {}  # path -> the modules its top level imports (small: kept)
@@ -70,6 +71,7 @@ class Project:
         self._reachable: dict[str, frozenset[str] | None] = {}  # path -> names its calls may resolve to elsewhere
         self._answers: dict[tuple[str, ...], tuple[object, frozenset[str]]] = {}  # remember(): answer, its files
         self._values: dict[str, frozenset[str] | None] = {}  # path -> names it uses as values (used_as_value)
+        self._uncalled: dict[str, frozenset[str] | None] = {}  # path -> names it uses but to call (only_called)
         self._builds_cuda: dict[str, bool] = {}  # path -> does it build CUDA kernels at import
         self._targets: dict[tuple[str, str], tuple[str, str | None]] = {}  # (import, importer) -> (module, file)
         self._module_cuda_only: dict[tuple[str, str | None], bool] = {}  # _cuda_only_module
@@ -210,6 +212,12 @@ class Project:
         CrossEntropyLoss`` in a package's ``__init__.py``): followed through up to ``depth`` files."""
         head, _, rest = symbol.partition(".")
         spec = self._exported(path).get(head) if head else None
+        if spec is None and head and depth > 0:
+            # `from .cls_trainer import *` in a package's __init__.py: the module of the star that defines it
+            for module in self._stars.get(path, ()):
+                file = self._import_file(module, path)
+                if file is not None and (_defines(self.read(file) or b"", head) or head in self._exported(file)):
+                    return self.follow_export(file, symbol, depth - 1)
         if spec is None or depth == 0:
             return path, symbol
         level, module, name = spec
@@ -258,12 +266,16 @@ class Project:
             data = self.read(path)
             tree = _ast_of(data) if data is not None and b"import" in data else None
         names: dict[str, tuple[int, str, str]] = {}
+        stars: list[str] = []
         for node in tree.body if isinstance(tree, ast.Module) else []:
             if isinstance(node, ast.ImportFrom) and (node.level or self.has_module(node.module or "")):
                 for alias in node.names:
                     if alias.name != "*":
                         names[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
+                    else:
+                        stars.append("." * node.level + (node.module or ""))
         self._exports[path] = names
+        self._stars[path] = stars
         self._top[path] = top_level_imports(tree) if isinstance(tree, ast.Module) else frozenset()
 
     def _relative_file(self, path: str, level: int, module: str, name: str) -> tuple[str, str] | None:
@@ -592,6 +604,25 @@ class Project:
                 return True
         return False
 
+    def only_called(self, name: str, home: str) -> bool:
+        """Is ``name`` (a class of ``home``) only ever called, in ``home`` and in every file that imports it or
+        star-imports a module: not a base class, an argument (``setup_run_config(config, RunConfig)``), a value
+        bound or returned (a registry)? Type annotations and ``isinstance`` tests do not count. Then its
+        constructions are the calls devlint sees. Read over CPython's ``ast``; the files read are consulted."""
+        word = name.encode()
+        imports = re.compile(rb"\bimport\b[^\n]*(?:\b" + re.escape(word) + rb"\b|\*)")
+        for path in self.paths:
+            data = self.read(path) or b""
+            if word not in data or (path != home and not imports.search(data)):
+                continue
+            self.consulted.add(path)
+            if path not in self._uncalled:
+                self._uncalled[path] = _names_used_uncalled(data)
+            held = self._uncalled[path]
+            if held is None or name in held:
+                return False
+        return True
+
     def _call_index(self) -> dict[bytes, tuple[str, ...]]:
         """Every name called in the run's files (``name(`` / ``x.name (``, as :meth:`_files_calling`'s pattern
         finds it) -> the files that call it, in the run's order (built once, when many names are asked:
@@ -758,6 +789,55 @@ def _calls_resolving_elsewhere(data: bytes | None) -> frozenset[str] | None:
     if "*" in imported:
         return None  # `from module import *`: any bare name may be the project's
     return frozenset(name for root, name in roots if root in imported)
+
+
+def _names_used_uncalled(data: bytes) -> frozenset[str] | None:
+    """The names (``C``, and ``C`` of ``mod.C``) a file uses other than by calling them, annotating with them
+    or testing ``isinstance`` against them: a base class, an argument, a value bound, returned or stored.
+    None when CPython cannot parse it."""
+    import ast
+
+    from devlint import screen
+
+    tree = _ast_of(data)
+    if tree is None:
+        return None
+    quiet: set[int] = set()
+    for node in screen.walk(tree):
+        if isinstance(node, ast.Call):
+            quiet.add(id(node.func))  # its own node only: `mod` of `mod.C(...)` is still a use
+        quiet.update(id(n) for part in _quiet_parts(node) for n in ast.walk(part))
+    found: set[str] = set()
+    for node in screen.walk(tree):
+        if id(node) in quiet:
+            continue
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+    return frozenset(found)
+
+
+def _quiet_parts(node: ast.AST) -> list[ast.AST]:
+    """The parts of ``node`` that name a class without handing it around: ``isinstance``'s classes,
+    annotations."""
+    import ast
+
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+            return [node.args[1]]
+        return []
+    if isinstance(node, (ast.arg, ast.AnnAssign)):
+        return [node.annotation] if node.annotation is not None else []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+        return [node.returns]
+    return []
+
+
+def _defines(data: bytes, name: str) -> bool:
+    """Does a module's text define ``name`` at its top level (``class name``, ``def name``, ``name = ...``)?"""
+    word = re.escape(name.encode())
+    return re.search(rb"^(?:(?:async\s+)?def|class)\s+" + word + rb"\b|^" + word + rb"\s*[:=]", data, re.M) is not None
 
 
 def _regular_file(path: str, flags: int) -> int:
@@ -961,7 +1041,8 @@ def _star_imported(ctx: Context, name: str, home: str) -> bool:
 
 
 def relies_on_default(ctx: Context, param: cst.Param) -> bool:
-    """Does some call of the parameter's function leave the parameter to its default? A function nobody in
+    """Does some call of the parameter's function leave the parameter to its default, where CUDA is not certain
+    (a call under an availability check may rely on a "cuda" default)? A function nobody in
     the project calls is relied on when it is public API (its users get the default) or a command (click,
     typer, fire); a private one nobody calls relies on nothing."""
     func = ctx.parent(ctx.parent(param))
@@ -978,10 +1059,12 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
         return False  # handed around (`renderer = render_rays`): its calls are not all to be found by name
     if not sites:
         return _public(ctx, func)  # no call in the project: the users of a public API get the default
-    for _, call in sites:
+    from devlint.guards import guards
+
+    for site_ctx, call in sites:
         bound = is_method and (isinstance(call.func, cst.Attribute) or func.name.value == "__init__")
-        if _leaves_default(call, param.name.value, index, bound):
-            return True
+        if _leaves_default(call, param.name.value, index, bound) and not guards(site_ctx).is_guarded(call, depth=0):
+            return True  # (a call under `if torch.cuda.is_available():` may rely on a "cuda" default)
     return False
 
 

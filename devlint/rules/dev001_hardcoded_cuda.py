@@ -102,10 +102,17 @@ dist.init_process_group("nccl")`: a later `if distributed:` is that flow),
 an opt-in flag that is off by default (`--cuda` with `action="store_true"`), a function every call of which
 in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
 it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`;
-not when another file of the project imports it), code in functions marked as GPU-only (a decorator or name
+not when another file of the project imports it; a call inside a `try` counts as guarded only when its
+handler recovers with work of its own, such as a CPU fallback on CUDA's out-of-memory error: `except
+Exception: logging.error(traceback.format_exc())` around `runner.train()` catches the crash, it takes no path
+around it), the methods of a class every construction of which in the project is guarded (a trainer built only
+after the GPU is set up, also through a package's `from .trainers import *`; not a class the project
+subclasses or hands around as a value, `build(RunConfig)`, nor its static and class methods), code in
+functions marked as GPU-only (a decorator or name
 that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
-overrides (calls through `from module import *` count) or that the function only compares or hands to a
+overrides or makes only where CUDA is certain (calls through `from module import *` count; a call under
+`if torch.cuda.is_available():` may leave the default) or that the function only compares or hands to a
 torch query, the default of a function also bound to another name (`renderer = render_rays`: it is called
 through that name, where its calls cannot all be found), a dataclass or attrs field's default (`device:
 torch.device = attr.ib(default=torch.device("cuda"))`) that every construction of its class passes,
@@ -143,7 +150,8 @@ from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
 function, the functions defined there after it and those only called from there; a class or function that
 declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator, or a class whose
-`__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group); a module that
+`__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group; also through a
+method it calls first, `self.setup_dist_env()`, or the `__init__` a subclass inherits); a module that
 raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
 its functions and methods too, wherever they are defined; not a check in its `__main__` block); what
 follows an import of a CUDA-only library in the same block (the
