@@ -322,14 +322,31 @@ def _called_name(call: cst.Call) -> str:
 _TEST_DIRS = frozenset({"test", "tests"})
 
 
-def _fetches_or_ships(ctx: Context, expr: cst.CSTNode) -> bool:
-    """Does ``expr`` name ``__file__`` (a file shipped beside the code) or call a fetch from the internet?"""
+def _fetches_or_ships(ctx: Context, expr: cst.CSTNode, depth: int = 1) -> bool:
+    """Does ``expr`` name ``__file__`` (a file shipped beside the code) or call a fetch from the internet,
+    also through a function of the project that returns what it fetched (``get_model_path(name)`` that
+    returns ``hf_hub_download(...)``; ``depth`` such hops)?"""
     for node in walk(expr):
         if isinstance(node, cst.Name) and node.value == "__file__":
             return True
-        if isinstance(node, cst.Call) and _FETCH.search(_called_name(node)):
+        if isinstance(node, cst.Call) and (_FETCH.search(_called_name(node))
+                                           or (depth > 0 and _returns_fetched(ctx, node, depth - 1))):
             return True
     return False
+
+
+def _returns_fetched(ctx: Context, call: cst.Call, depth: int) -> bool:
+    """Is ``call`` a call of a function of the project every ``return`` of which hands back a path it fetched
+    or ships (:func:`_fetches_or_ships`)?"""
+    from devlint.project import callee
+
+    found = callee(ctx, call)
+    if found is None or not isinstance(found[1], cst.FunctionDef):
+        return False
+    other, func = found
+    returns = [r.value for r in other.nodes(cst.Return) if r.value is not None and other.enclosing_function(r) is func]
+    return bool(returns) and all(any(_fetches_or_ships(other, origin, depth) for origin in _origins(other, value, func))
+                                 for value in returns)
 
 
 _PRETRAINED = re.compile(r"pre_?train", re.IGNORECASE)
@@ -467,10 +484,15 @@ def _root(expr: cst.BaseExpression) -> str | None:
 
 # torch.save written out, or imported by name: what a sibling file's checkpoints may be written with
 _TORCH_SAVE = re.compile(rb"\btorch\s*\.\s*save\s*\(|from\s+torch(?:\.serialization)?\s+import[^\n]*\bsave\b")
-# what writes a checkpoint: torch.save, and the trainers and hubs that call it for you
+# what writes a TorchScript archive: torch.jit.save, or a traced or scripted module's .save() (a call: not
+# the @torch.jit.script decorator of a function)
+_JIT_WRITERS = re.compile(rb"\bjit\s*\.\s*(?:save|trace|trace_module|script)\s*\(")
+
+
+# what writes a checkpoint: torch.save, and the trainers and hubs that call it for you; TorchScript's writers
 _CHECKPOINT_WRITERS = re.compile(
     _TORCH_SAVE.pattern + rb"|\bsave_checkpoint\s*\(|\bModelCheckpoint\s*\(|\.save_pretrained\s*\(|\.save_state\s*\("
-    rb"|\.save_model\s*\(|\b(?:xm|accelerator|fabric)\s*\.\s*save\s*\(")
+    rb"|\.save_model\s*\(|\b(?:xm|accelerator|fabric)\s*\.\s*save\s*\(|" + _JIT_WRITERS.pattern)
 
 
 def _loads_others_checkpoints(ctx: Context) -> bool:
@@ -479,6 +501,23 @@ def _loads_others_checkpoints(ctx: Context) -> bool:
     checkpoints it loads are then published by someone else, on a device devlint cannot see."""
     project = ctx.project
     return project is not None and len(project.paths) > 1 and not project.any_file(_CHECKPOINT_WRITERS)
+
+
+def _no_jit_writer(ctx: Context) -> bool:
+    """In a run over more than one file: does none of them write a TorchScript archive (no ``torch.jit.save``,
+    no ``torch.jit.trace`` or ``torch.jit.script`` whose module's ``.save()`` writes one)? The archives
+    ``torch.jit.load`` reads are then traced elsewhere (a user's export, a release), on a device devlint cannot
+    see, whatever else the project saves (:func:`_loads_others_checkpoints` for TorchScript)."""
+    project = ctx.project
+    return project is not None and len(project.paths) > 1 and not project.any_file(_JIT_WRITERS)
+
+
+def _may_hold_gpu_state(ctx: Context, load: cst.Call, loader: str) -> bool:
+    """May the loaded file hold tensors a GPU run left there: model state (not data, a cache, metrics, scalar
+    state), or a TorchScript module of a project that traces its own?"""
+    if loader == "torch.jit.load":
+        return not ctx.shared("dev005.no_jit_writer", _no_jit_writer)
+    return _model_state(ctx, load)
 
 
 def _no_writer_beside(ctx: Context) -> bool:
@@ -782,7 +821,9 @@ Not reported:
   `__file__` (weights shipped in the package), or fetched from the internet in the loading function
   (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
   `urllib.request.urlretrieve(url, "./model.pth")` then `torch.load("model.pth")`: paths compared normalised,
-  `hf_hub_download(...)`), or a local copy of such weights: the load is one arm of an `if` that tests its
+  `hf_hub_download(...)`; also through a function of the project that returns the path it fetched,
+  `torch.load(get_model_path("decoder.pth"))` where `get_model_path` returns `hf_hub_download(...)`), or a
+  local copy of such weights: the load is one arm of an `if` that tests its
   path (`if weights_path is None:`) and whose other arm fetches published weights (a download, a hub, a
   function named `*pretrained*`, `pretrained=True`), or pretrained weights by name: the path reads a name
   spelled `pretrain*` (`args.pretrained_weights`, `Config.pretrain_model_path`, also through local
@@ -790,8 +831,11 @@ Not reported:
   named for them (`def load_pretrained_ckpt(self):`);
 - a project that writes no checkpoint: in a run over more than one file, no file of it calls `torch.save`,
   `save_checkpoint(...)`, `ModelCheckpoint(...)`, `.save_pretrained(...)`, `.save_state(...)`,
-  `.save_model(...)` or `accelerator.save(...)` (a byte search: a comment that names one counts). What
-  such a project loads was written by someone else, on a device devlint cannot see. The same for a file
+  `.save_model(...)`, `accelerator.save(...)`, `torch.jit.save(...)`, `torch.jit.trace(...)` or
+  `torch.jit.script(...)` (a byte search: a comment that names one counts). What such a project loads was
+  written by someone else, on a device devlint cannot see. For `torch.jit.load` only TorchScript's writers
+  count (`torch.jit.save`, a traced or scripted module's `.save()`): a project that saves other things but
+  traces nothing loads archives traced elsewhere (a user's export of the model). The same for a file
   of a larger project when neither it nor another Python file of its folder writes a checkpoint: a demo,
   an inference, evaluation or conversion script beside no training (`demo/`, `main_test_*.py` next to
   no saver) mostly loads published weights (on the real-code benchmark, 24 of the 29 labelled loads of this shape
@@ -1015,8 +1059,8 @@ only the changed cells' sources.
             passed = _map_location(call, position)
             if passed is None or guard.is_guarded(call) or _saved_before(ctx, call) or _published(ctx, call):
                 continue
-            if loader != "torch.jit.load" and not _model_state(ctx, call):
-                continue  # data, a cache, metrics, scalar state: nothing a GPU run leaves on the GPU
+            if not _may_hold_gpu_state(ctx, call, loader):
+                continue
             if _after_cuda_crash(ctx, call) or _other_arm_maps(ctx, call):
                 continue
             if cpu_only is None:
