@@ -475,7 +475,33 @@ class Guards:
                 self._requires[key] = False  # recursion: assume not while computing
                 self._requires[key] = self._init_requires_cuda(node)
             return self._requires[key]
-        return self._runs_collective(node) and self._nccl()
+        return (self._runs_collective(node) and self._nccl()) or self._runs_cuda_kernels(node)
+
+    def _runs_cuda_kernels(self, func: cst.FunctionDef) -> bool:
+        """Does ``func`` call the project's CUDA kernels on every path: a statement of its body calls a getter
+        of the project that imports only CUDA-only modules when called (torch-ngp's lazy
+        ``get_backend().near_far_from_aabb(...)``, whose ``get_backend`` imports ``_raymarching`` or builds
+        ``.backend`` from ``.cu`` sources)? The autograd Function around a kernel is CUDA-only by design."""
+        if self.ctx.project is None or not isinstance(func.body, cst.IndentedBlock):
+            return False
+        for stmt in func.body.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for node in walk(stmt):
+                if isinstance(node, cst.Call) and not node.args and self._cuda_kernel_getter(node):
+                    return True
+        return False
+
+    def _cuda_kernel_getter(self, call: cst.Call) -> bool:
+        found = callee(self.ctx, call)
+        if found is None or not isinstance(found[1], cst.FunctionDef):
+            return False
+        other, getter = found
+        modules = [module for node in walk(getter) if isinstance(node, (cst.Import, cst.ImportFrom))
+                   for module in _imported_modules(node)]
+        project = other.project
+        return bool(modules) and project is not None and all(
+            project.imports_cuda_only([module], other.path) for module in modules)
 
     def _init_requires_cuda(self, cls: cst.ClassDef) -> bool:
         init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
@@ -969,6 +995,16 @@ def _imported(stmt: cst.BaseSmallStatement) -> list[str]:
     if isinstance(stmt, cst.ImportFrom) and not stmt.relative and stmt.module is not None:
         return [dotted_name(stmt.module) or ""]
     return []
+
+
+def _imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:
+    """The modules an import statement imports, relative ones as written (``from .backend import _backend``:
+    ``.backend``), as :meth:`Project.imports_cuda_only` takes them."""
+    if isinstance(stmt, cst.Import):
+        return [dotted_name(alias.name) or "" for alias in stmt.names]
+    dots = "." * len(stmt.relative)
+    module = dotted_name(stmt.module) if stmt.module is not None else ""
+    return [dots + (module or "")] if dots or module else []
 
 
 def gpu_flag(expr: cst.BaseExpression) -> bool:

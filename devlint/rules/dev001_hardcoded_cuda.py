@@ -166,7 +166,10 @@ that import it at their top level, unconditionally (up to eight imports away, re
 `from .op.deform_attn import deform_attn`, `from ..functions import MSDeformAttnFunction`; also in a `try`
 whose handlers re-raise, or whose handler imports another CUDA-only module: `try: import _raymarching` /
 `except ImportError: from .backend import _backend` that builds it; not when the handler falls back to
-code that runs without CUDA); an `except` handler for CUDA running out of memory;
+code that runs without CUDA); a function that calls such kernels on every path through a getter of the
+project that imports only CUDA-only modules when first called (torch-ngp's lazy
+`get_backend().near_far_from_aabb(...)`: the autograd Function around a kernel; not a call on one branch
+only); an `except` handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
 `torch.distributed` is initialised, and functions that run a collective such as `broadcast`).
 '''
