@@ -546,13 +546,45 @@ class Guards:
             # ``if not cuda_ok or not flash:``), not merely allow one (``if args.cuda and not cuda_ok:``
             # lets a run without --cuda and without CUDA go on)
             return self.falsity(stmt.test) is Polarity.AVAILABLE and self._is_exit(stmt, terminating)
+        if isinstance(stmt, cst.If):
+            return self._every_arm_imports_cuda_only(stmt)
         if isinstance(stmt, cst.SimpleStatementLine):
             if any(isinstance(s, cst.Assert) and self.polarity(s.test) is Polarity.AVAILABLE for s in stmt.body):
                 return True
-            if any(devices.cuda_only_library(m) for s in stmt.body for m in _imported(s)):
+            if self._imports_cuda_only(stmt):
                 return True  # `elif engine: import tensorrt as trt`: the rest of the branch needs an NVIDIA GPU
             return any(self._cuda_only_call(call, depth) for call in _statement_calls(stmt))
         return False
+
+    def _imports_cuda_only(self, stmt: cst.SimpleStatementLine) -> bool:
+        """Does the statement import a CUDA-only library, or a module of the project that needs CUDA at import
+        (its own kernels, directly or through its imports: ``from nerf.network import NeRFNetwork`` whose
+        renderer builds the ray-marching kernels)?"""
+        project = self.ctx.project
+        for small in stmt.body:
+            if not isinstance(small, (cst.Import, cst.ImportFrom)):
+                continue
+            for module in _imported_modules(small):
+                if devices.cuda_only_library(module.lstrip(".")) and not module.startswith("."):
+                    return True
+                if project is not None and project.imports_cuda_only([module], self.ctx.path):
+                    return True
+        return False
+
+    def _every_arm_imports_cuda_only(self, stmt: cst.If) -> bool:
+        """An ``if`` / ``elif`` / ``else`` each arm of which imports what needs CUDA (the backbone a NeRF script
+        picks: ``from nerf.network_tcnn import NeRFNetwork`` or ``from nerf.network import NeRFNetwork``): what
+        follows runs only where CUDA is."""
+        arm: cst.If | cst.Else | None = stmt
+        while isinstance(arm, cst.If):
+            if not self._arm_imports_cuda_only(arm.body):
+                return False
+            arm = arm.orelse
+        return arm is not None and self._arm_imports_cuda_only(arm.body)
+
+    def _arm_imports_cuda_only(self, body: cst.BaseSuite) -> bool:
+        statements = body.body if isinstance(body, cst.IndentedBlock) else []
+        return any(isinstance(s, cst.SimpleStatementLine) and self._imports_cuda_only(s) for s in statements)
 
     def _cuda_only_call(self, call: cst.Call, depth: int = 2) -> bool:
         """A call after which only CUDA code runs: ``init_process_group("nccl")``, ``torch.cuda.set_device``,
@@ -631,7 +663,7 @@ class Guards:
                     return True  # a method of a GPU-only class (CUDAAccelerator, one whose __init__ sets the GPU)
                 if depth > 0 and self._entered_guarded(anc, depth):
                     return True
-                if depth > 0 and isinstance(owner, cst.ClassDef) and _instance_method(anc) \
+                if depth > 0 and isinstance(owner, cst.ClassDef) and instance_method(anc) \
                         and self._constructed_guarded(owner, depth):
                     return True  # a method of a class built only where CUDA is certain: its instances live there
                 if not isinstance(self.ctx.parent(self.ctx.parent(anc)), cst.FunctionDef):
@@ -959,7 +991,7 @@ def _handed_to_runner(ctx: Context, func: cst.FunctionDef) -> list[cst.Call] | N
     return found
 
 
-def _instance_method(func: cst.FunctionDef) -> bool:
+def instance_method(func: cst.FunctionDef) -> bool:
     """A method called on an instance: not a static or class method."""
     return not any(dotted_name(d.decorator) in ("staticmethod", "classmethod") for d in func.decorators)
 
@@ -986,15 +1018,6 @@ def _collective_functions(ctx: Context) -> frozenset[cst.FunctionDef]:
 def _constant_device(call: cst.Call) -> bool:
     """``torch.cuda.set_device(0)``: a GPU picked by number, not a launched rank's (``set_device(local_rank)``)."""
     return bool(call.args) and isinstance(call.args[0].value, cst.Integer)
-
-
-def _imported(stmt: cst.BaseSmallStatement) -> list[str]:
-    """The modules an import statement imports (``import a.b as c``: ``a.b``; ``from a import b``: ``a``)."""
-    if isinstance(stmt, cst.Import):
-        return [dotted_name(alias.name) or "" for alias in stmt.names]
-    if isinstance(stmt, cst.ImportFrom) and not stmt.relative and stmt.module is not None:
-        return [dotted_name(stmt.module) or ""]
-    return []
 
 
 def _imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:

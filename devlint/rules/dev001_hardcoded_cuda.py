@@ -154,8 +154,11 @@ declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's meth
 method it calls first, `self.setup_dist_env()`, or the `__init__` a subclass inherits); a module that
 raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
 its functions and methods too, wherever they are defined; not a check in its `__main__` block); what
-follows an import of a CUDA-only library in the same block (the
-`elif engine: import tensorrt as trt` branch of a multi-backend loader); a module that imports a CUDA-only
+follows an import of a CUDA-only library, or of a module of the project that needs CUDA at import (as below),
+in the same block (the `elif engine: import tensorrt as trt` branch of a multi-backend loader), and what
+follows an `if` / `elif` / `else` every arm of which imports one (a NeRF script's `if opt.tcnn: from
+nerf.network_tcnn import NeRFNetwork` / `else: from nerf.network import NeRFNetwork`, each built on the
+project's kernels); a module that imports a CUDA-only
 library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`

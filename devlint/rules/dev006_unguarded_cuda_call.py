@@ -14,7 +14,7 @@ from devlint import devices
 from devlint.analysis import CommandLineOption, command_line_options, device_uses, is_script
 from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
-from devlint.guards import guards, walk
+from devlint.guards import guards, instance_method, walk
 from devlint.lazy import LazyModule
 from devlint.project import call_sites, caller_words
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
@@ -143,9 +143,11 @@ off (`--cpu`, `--no-cuda`, a `--cuda` switch: `action="store_true"` / `"store_fa
 `--device cpu` is one of its values). In a project run, a file with no fallback of its own is reported
 where a script of the project that has one calls the function holding the call, with no check at the call:
 the `engine.py` whose `train_one_epoch` synchronises, run by `main.py --device cpu` (DeiT, ConvNeXt, MAE,
-torchvision's references). Only a script's fallback counts (a file that runs code at its top level, as
-`if __name__ == "__main__":` does): a library module's fallback is about its own work, not the paths its
-callers take. A GPU count used as a number
+torchvision's references); for a method, also where such a script builds its class, with no check there
+(`gui = NeRFGUI(opt, trainer)` under `if opt.gui:`, whose steps time themselves with CUDA events; the class
+only ever called, not subclassed or handed around). Only a script's fallback counts (a file that runs code
+at its top level, as `if __name__ == "__main__":` does): a library module's fallback is about its own work,
+not the paths its callers take. A GPU count used as a number
 (`nprocs = n * torch.cuda.device_count()`, `torch.cuda.device_count() > 1` for `DataParallel`) is no
 fallback, nor a CPU copy of a model beside the GPU one (timm's `ModelEma(model, device="cpu" if force_cpu
 else "")`, where `""` leaves the copy on the model's device). A script with no fallback anywhere,
@@ -403,10 +405,16 @@ def _called_with_fallback(ctx: Context, call: cst.Call) -> bool:
     for anc in ctx.ancestors(call):
         if isinstance(anc, cst.FunctionDef):
             func = anc
-    sites = call_sites(ctx, func) if func is not None else None
+    if func is None:
+        return False
+    targets: list[cst.FunctionDef | cst.ClassDef] = [func]
+    owner = ctx.parent(ctx.parent(func))
+    if isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module and instance_method(func) \
+            and ctx.project is not None and ctx.project.only_called(owner.name.value, os.path.abspath(ctx.path)):
+        targets.append(owner)  # a method runs on the instances the script builds (NeRFGUI(opt, trainer))
     return any(site_ctx is not ctx and is_script(site_ctx.module) and device_agnostic(site_ctx)
                and not guards(site_ctx).is_guarded(site)
-               for site_ctx, site in sites or ())
+               for target in targets for site_ctx, site in call_sites(ctx, target) or ())
 
 
 def device_agnostic(ctx: Context) -> bool:
@@ -480,7 +488,9 @@ def _screen_called_with_fallback(index: AstIndex, calls: list[ast.Call]) -> bool
         name = node.name
         if name == "__init__" and cls is not None:
             name, cls = cls, None  # called as its class
-        if project.called_elsewhere_with(name, caller_words(home, cls), home, _MAYBE_FALLBACK, _MAYBE_SCRIPT):
+        wanted_names = [(name, cls)] + ([(cls, None)] if cls is not None else [])  # a method: also its class built
+        if any(project.called_elsewhere_with(n, caller_words(home, c), home, _MAYBE_FALLBACK, _MAYBE_SCRIPT)
+               for n, c in wanted_names):
             return True
     return False
 
