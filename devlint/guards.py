@@ -644,15 +644,15 @@ class Guards:
             self._requires[key] = found
         return self._requires[key]
 
-    def is_guarded(self, node: cst.CSTNode, depth: int = 2, caught: bool = True) -> bool:
-        """Does ``node`` run only where CUDA is certain? ``caught``: a ``try`` that catches device errors counts
-        however it handles them; False for a call site, where only a handler that recovers does (one that only
-        logs, skips or passes catches the called code's failure: it takes no path around it)."""
+    def is_guarded(self, node: cst.CSTNode, depth: int = 2) -> bool:
+        """Does ``node`` run only where CUDA is certain? A ``try`` counts when a handler that catches device
+        errors recovers (:func:`_recovers`): one that only logs, prints or skips catches the failure, it takes
+        no path around it."""
         if self.module_guarded:
             return True
         child = node
         for anc in self.ctx.ancestors(node):
-            if self._guards_child(anc, child, caught):
+            if self._guards_child(anc, child):
                 return True
             if isinstance(anc, cst.FunctionDef):
                 if self._import_needs_cuda() and self._top_definition(anc):
@@ -717,7 +717,7 @@ class Guards:
         if sites is None or handed is None:
             sites, handed = [], []
         entries = [*((site_ctx, call) for site_ctx, call in sites), *((self.ctx, call) for call in handed)]
-        result = bool(entries) and all(guards(site_ctx).is_guarded(call, depth - 1, caught=False)
+        result = bool(entries) and all(guards(site_ctx).is_guarded(call, depth - 1)
                                        for site_ctx, call in entries)
         self._entered[key] = result
         return result
@@ -738,12 +738,12 @@ class Guards:
         if project is None or not project.only_called(name, home):
             return False
         sites = call_sites(self.ctx, cls)
-        result = bool(sites) and all(guards(site_ctx).is_guarded(call, depth - 1, caught=False)
+        result = bool(sites) and all(guards(site_ctx).is_guarded(call, depth - 1)
                                      for site_ctx, call in sites or [])
         self._entered[key] = result
         return result
 
-    def _guards_child(self, anc: cst.CSTNode, child: cst.CSTNode, caught: bool = True) -> bool:
+    def _guards_child(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool:
         """Does ``anc`` guard its part ``child``?"""
         if isinstance(anc, (cst.If, cst.While)) and child is not anc.test:
             if child is anc.body:
@@ -762,7 +762,7 @@ class Guards:
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return self._cuda_only_definition(anc)
         if isinstance(anc, cst.Try) and child is anc.body:
-            return any(_catches_device_errors(h) and (caught or _recovers(h)) for h in anc.handlers)
+            return any(_catches_device_errors(h) and _recovers(h) for h in anc.handlers)
         if isinstance(anc, cst.ExceptHandler) and child is anc.body:
             return self._out_of_memory_fallback(anc)
         if isinstance(anc, (cst.IndentedBlock, cst.Module)):
@@ -823,15 +823,16 @@ def _catches_device_errors(handler: cst.ExceptHandler) -> bool:
 
 
 def _recovers(handler: cst.ExceptHandler) -> bool:
-    """Does the handler do work of its own (a CPU fallback), not only log, print, skip, pass, return or
-    raise?"""
+    """Does the handler recover: work of its own (a CPU fallback), a ``pass`` or ``return`` that goes on
+    without the result on purpose; not a handler that only logs or prints the error, skips to the next
+    iteration (``except: continue``: every batch skipped without CUDA) or raises again?"""
     body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
     for stmt in body:
         small = stmt.body if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else None
         if small is None:
             return True  # an if, a loop, a with: work of its own
         for part in small:
-            if isinstance(part, (cst.Pass, cst.Continue, cst.Break, cst.Raise, cst.Return)):
+            if isinstance(part, (cst.Continue, cst.Break, cst.Raise)):
                 continue
             if isinstance(part, cst.Expr) and isinstance(part.value, cst.Call) \
                     and _REPORTS.search(dotted_name(part.value.func) or ""):

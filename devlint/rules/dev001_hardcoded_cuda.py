@@ -102,13 +102,16 @@ dist.init_process_group("nccl")`: a later `if distributed:` is that flow),
 an opt-in flag that is off by default (`--cuda` with `action="store_true"`), a function every call of which
 in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
 it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`;
-not when another file of the project imports it; a call inside a `try` counts as guarded only when its
-handler recovers with work of its own, such as a CPU fallback on CUDA's out-of-memory error: `except
-Exception: logging.error(traceback.format_exc())` around `runner.train()` catches the crash, it takes no path
-around it), the methods of a class every construction of which in the project is guarded (a trainer built only
-after the GPU is set up, also through a package's `from .trainers import *`; not a class the project
-subclasses or hands around as a value, `build(RunConfig)`, nor its static and class methods), code in
-functions marked as GPU-only (a decorator or name
+not when another file of the project imports it), code in a `try` whose handler catches the error
+(`RuntimeError`, `AssertionError`, `AttributeError`, `Exception`, a bare `except`) and recovers: goes on
+without the result (`pass`, a `return`) or falls back (`model = model.float()`, a CPU retry); not a handler
+that only logs or prints the error, skips to the next iteration (`except: continue` around a validation
+batch's `.to("cuda")`: without CUDA every batch is skipped) or raises again, nor a
+`try: runner.train()` / `except Exception: logging.error(traceback.format_exc())` around the call of the
+function holding the line; the methods of a class every construction of which in the project is guarded
+(a trainer built only after the GPU is set up, also through a package's `from .trainers import *`; not a
+class the project subclasses or hands around as a value, `build(RunConfig)`, nor its static and class
+methods), code in functions marked as GPU-only (a decorator or name
 that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
 overrides or makes only where CUDA is certain (calls through `from module import *` count; a call under

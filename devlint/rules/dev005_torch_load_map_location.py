@@ -851,7 +851,8 @@ Not reported:
   that runs them;
 - a load that runs only where CUDA was checked for, by the guards DEV001 uses: inside `if
   torch.cuda.is_available():` (or `if use_gpu:`, `if args.cuda:` off by default, `if x.is_cuda:`), after
-  an early exit without CUDA, inside a `try:` whose handler catches the error, in a function or class
+  an early exit without CUDA, inside a `try:` whose handler catches the error and recovers (not one that
+  only logs or prints it), in a function or class
   that declares itself GPU-only, in a function every call of which is guarded (a function handed to a
   runner, `parallel.run(evaluate, ...)` or `mp.spawn(evaluate, ...)` after `assert
   torch.cuda.is_available()`, counts as called there);

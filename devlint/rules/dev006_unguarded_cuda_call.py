@@ -118,7 +118,8 @@ Not reported where the call only runs with a GPU (the guards DEV001 reads): insi
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if device.type == "cuda":`, `if device != "cpu":`, a
 conditional expression or `and` on such a test, the `else` of `if not torch.cuda.is_available():`, after an
 early exit (`if not torch.cuda.is_available(): sys.exit(...)`, `raise`, `assert torch.cuda.is_available()`),
-in a `try` whose handler catches the error, in a function or class named for the GPU (`cuda_timer`,
+in a `try` whose handler catches the error and recovers (as DEV001 reads it: `pass`, a `return`, a fallback;
+not a handler that only logs, prints, skips or raises again), in a function or class named for the GPU (`cuda_timer`,
 `CudaGenerator`) or whose every call is guarded, in a GPU-only test (`@pytest.mark.skipif(not
 torch.cuda.is_available(), ...)`), after a NCCL process group starts or a launched rank's GPU is set
 (`torch.cuda.set_device(local_rank)`; not `set_device(0)`: the calls after a GPU picked by number are
@@ -190,8 +191,8 @@ module of a device-agnostic project (`utils.py` with `def sync(): torch.cuda.syn
 with a fallback calls the function directly: called through another helper (two hops), through a variable,
 or only from library modules, it is not reported.
 A `try` around the call counts as a guard when its handler catches `RuntimeError`, `AssertionError`,
-`AttributeError`, `Exception` or a tuple, though `except RuntimeError:` does not catch the `AssertionError` of
-a CPU build. A helper that asks for an accelerator counts as a guard whichever way it
+`AttributeError`, `Exception` or a tuple and recovers, though `except RuntimeError:` does not catch the
+`AssertionError` of a CPU build. A helper that asks for an accelerator counts as a guard whichever way it
 answers (`def no_gpu(): return not torch.cuda.is_available()`). Calls through a variable
 (`sync = torch.cuda.synchronize; sync()`) and `torch.mps` / `torch.xpu` calls (a CUDA check guards none of
 them) are not followed. A project that is GPU-only by its README alone: `ignore = ["DEV006"]` in
