@@ -399,10 +399,15 @@ def _published(ctx: Context, load: cst.Call) -> bool:
     scope = _scope(ctx, load)
     arg = load.args[0].value
     origins = _origins(ctx, arg, scope)
-    if any(_fetches_or_ships(ctx, e) or _names_pretrained(e) for e in origins) or _if_pretrained(ctx, load, scope):
+    if any(_fetches_or_ships(ctx, e) for e in origins):
         return True
-    if isinstance(scope, cst.FunctionDef) and _PRETRAINED.search(scope.name.value):
-        return True  # def load_pretrained_ckpt(self): the published weights the model starts from
+    # pretrained weights by name; not a checkpoint that resumes an optimizer (YOLOP's cfg.MODEL.PRETRAINED,
+    # whose ['optimizer'] the training loads back: the project's own training checkpoint)
+    if not _feeds_optimizer(ctx, load) and (any(_names_pretrained(e) for e in origins)
+                                            or _if_pretrained(ctx, load, scope)
+                                            or (isinstance(scope, cst.FunctionDef)
+                                                and _PRETRAINED.search(scope.name.value))):
+        return True  # (def load_pretrained_ckpt(self): the published weights the model starts from)
     source = _path_key(ctx, arg)
     if any(_FETCH.search(_called_name(call))
            and any(_path_key(ctx, a.value) == source for a in call.args)
@@ -828,7 +833,9 @@ Not reported:
   function named `*pretrained*`, `pretrained=True`), or pretrained weights by name: the path reads a name
   spelled `pretrain*` (`args.pretrained_weights`, `Config.pretrain_model_path`, also through local
   assignments), the load runs only under an `if` that tests one (`if self.pretrained:`), or in a function
-  named for them (`def load_pretrained_ckpt(self):`);
+  named for them (`def load_pretrained_ckpt(self):`); not when the checkpoint's optimizer state is loaded
+  back (`optimizer.load_state_dict(checkpoint["optimizer"])`): that resumes the project's own training,
+  whatever the option is called (YOLOP's `cfg.MODEL.PRETRAINED`);
 - a project that writes no checkpoint: in a run over more than one file, no file of it calls `torch.save`,
   `save_checkpoint(...)`, `ModelCheckpoint(...)`, `.save_pretrained(...)`, `.save_state(...)`,
   `.save_model(...)`, `accelerator.save(...)`, `torch.jit.save(...)`, `torch.jit.trace(...)` or
