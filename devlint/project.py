@@ -732,9 +732,21 @@ def _ast_of(data: bytes | None) -> ast.Module | None:
     return screen.parse(data) if data is not None and len(data) <= LIBCST_MAX_BYTES else None
 
 
+def _bound_in_file(ctx: Context, name: str) -> bool:
+    """Outside a project: does the file bind ``name`` to another name (:func:`_names_used_as_values`, read once
+    per module; a file CPython cannot parse: maybe)?"""
+    held = ctx.shared("project.values", _file_values)
+    return held is None or name in held
+
+
+def _file_values(ctx: Context) -> frozenset[str] | None:
+    return _names_used_as_values(ctx.module.code.encode("utf-8", "surrogateescape"))
+
+
 def _names_used_as_values(data: bytes) -> frozenset[str] | None:
     """The names (``f``, and ``g`` of ``mod.g``) a file binds to another name: the value of an assignment, or an
-    element of a tuple, list or dict that is one (``renderer = render_rays``, ``STEPS = {"eval": evaluate}``).
+    element of a tuple, list or dict that is one, or an arm of a conditional (``renderer = render_rays``,
+    ``STEPS = {"eval": evaluate}``, ``runner_cls = TrainRunner if train else InferenceRunner``).
     A function handed to a call (``fire.Fire(main)``, ``mp.spawn(worker, ...)``) is not counted: what calls it
     passes its own arguments, and the defaults it leaves are relied on. None when CPython cannot parse it."""
     import ast
@@ -759,6 +771,8 @@ def _names_used_as_values(data: bytes) -> frozenset[str] | None:
                 stack.extend(value.elts)
             elif isinstance(value, ast.Dict):
                 stack.extend(value.values)
+            elif isinstance(value, ast.IfExp):  # runner_cls = TrainRunner if args.train else InferenceRunner
+                stack.extend((value.body, value.orelse))
     return frozenset(found)
 
 
@@ -1055,8 +1069,13 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
     sites = call_sites(ctx, func)
     if sites is None:
         return False  # too many candidate calls to tell: precision first
-    if ctx.project is not None and ctx.project.used_as_value(func.name.value, os.path.abspath(ctx.path)):
-        return False  # handed around (`renderer = render_rays`): its calls are not all to be found by name
+    owner = ctx.parent(ctx.parent(func))
+    called = owner.name.value if func.name.value == "__init__" and isinstance(owner, cst.ClassDef) \
+        else func.name.value  # a class's __init__ runs where the class is called
+    if (ctx.project is not None and ctx.project.used_as_value(called, os.path.abspath(ctx.path))) or (
+            ctx.project is None and _bound_in_file(ctx, called)):
+        return False  # handed around (`renderer = render_rays`, `bench_fn = TrainBenchmarkRunner`): its calls
+        # are not all to be found by name
     if not sites:
         return _public(ctx, func)  # no call in the project: the users of a public API get the default
     from devlint.guards import guards

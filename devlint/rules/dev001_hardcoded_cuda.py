@@ -117,7 +117,8 @@ torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every 
 overrides or makes only where CUDA is certain (calls through `from module import *` count; a call under
 `if torch.cuda.is_available():` may leave the default) or that the function only compares or hands to a
 torch query, the default of a function also bound to another name (`renderer = render_rays`: it is called
-through that name, where its calls cannot all be found), a dataclass or attrs field's default (`device:
+through that name, where its calls cannot all be found; also a class's `__init__` default when the class is,
+`runner_cls = TrainRunner if args.train else InferenceRunner`), a dataclass or attrs field's default (`device:
 torch.device = attr.ib(default=torch.device("cuda"))`) that every construction of its class passes,
 `device=` keywords of other libraries (DALI's `device="gpu"`), and `.cuda()` of a module that holds nothing to
 move — torch's losses, parameter-free activations, dropout and pooling built with constant
