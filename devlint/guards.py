@@ -473,7 +473,7 @@ class Guards:
             key = (id(node), -1)
             if key not in self._requires:
                 self._requires[key] = False  # recursion: assume not while computing
-                self._requires[key] = self._init_requires_cuda(node)
+                self._requires[key] = self._init_requires_cuda(node) or self._built_on_gpu(node)
             return self._requires[key]
         return (self._runs_collective(node) and self._nccl()) or self._runs_cuda_kernels(node)
 
@@ -502,6 +502,17 @@ class Guards:
         project = other.project
         return bool(modules) and project is not None and all(
             project.imports_cuda_only([module], other.path) for module in modules)
+
+    def _built_on_gpu(self, cls: cst.ClassDef) -> bool:
+        """Is every construction of the class in the project a launcher told to use the GPU (a LightningLite
+        subclass built as ``Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)``)? Its methods run
+        there."""
+        project = self.ctx.project
+        if self.ctx.parent(cls) is not self.ctx.module or project is None \
+                or not project.only_called(cls.name.value, os.path.abspath(self.ctx.path)):
+            return False
+        sites = call_sites(self.ctx, cls)
+        return bool(sites) and all(gpu_accelerator(call) for _, call in sites or [])
 
     def _init_requires_cuda(self, cls: cst.ClassDef) -> bool:
         init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
@@ -588,17 +599,20 @@ class Guards:
 
     def _cuda_only_call(self, call: cst.Call, depth: int = 2) -> bool:
         """A call after which only CUDA code runs: ``init_process_group("nccl")``, ``torch.cuda.set_device``,
-        or a call of a function of the project that requires CUDA."""
+        a launcher told to use the GPU (``L.Fabric(accelerator="cuda")``: it raises at construction where
+        CUDA is missing), or a call of a function of the project that requires CUDA."""
         qn = self.ctx.qualname(call.func) or ""
         if qn in devices.CUDA_ONLY_CALLS:
             return not _constant_device(call)
         if qn == devices.PROCESS_GROUP_INIT or qn.endswith(".init_process_group") \
                 or dotted_name(call.func) == "init_process_group":
-            backend = call.args[0].value if call.args and call.args[0].keyword is None else next(
-                (a.value for a in call.args if a.keyword is not None and a.keyword.value == "backend"), None)
-            return backend is not None and (self._backend_text(backend) or "").lower() == devices.NCCL
-        if depth <= 0:
-            return False
+            return self._nccl_group(call)
+        if gpu_accelerator(call):
+            return True
+        return depth > 0 and self._callee_requires_cuda(call, depth)
+
+    def _callee_requires_cuda(self, call: cst.Call, depth: int) -> bool:
+        """Is ``call`` a call of a function of the project that requires CUDA (:meth:`requires_cuda`)?"""
         project = self.ctx.project
         asked: list[tuple[str, ...]] = []
 
@@ -672,6 +686,12 @@ class Guards:
                 # an exit without CUDA in the outer function, it is guarded as its `def` is
             child = anc
         return False
+
+    def _nccl_group(self, call: cst.Call) -> bool:
+        """Does ``init_process_group(...)`` start a NCCL group?"""
+        backend = call.args[0].value if call.args and call.args[0].keyword is None else next(
+            (a.value for a in call.args if a.keyword is not None and a.keyword.value == "backend"), None)
+        return backend is not None and (self._backend_text(backend) or "").lower() == devices.NCCL
 
     def _backend_text(self, backend: cst.BaseExpression) -> str | None:
         """The process group's backend as written (``"nccl"``), or the default of the command-line option it
@@ -1029,6 +1049,16 @@ def _imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:
     dots = "." * len(stmt.relative)
     module = dotted_name(stmt.module) if stmt.module is not None else ""
     return [dots + (module or "")] if dots or module else []
+
+
+def gpu_accelerator(call: cst.Call) -> bool:
+    """A call told to run on the GPU by a literal ``accelerator="gpu"`` / ``"cuda"`` (Lightning's ``Trainer``,
+    ``Fabric``, a ``LightningLite`` subclass): where CUDA is missing it raises at construction."""
+    return any(a.keyword is not None and a.keyword.value == "accelerator"
+               and (string_value(a.value) or "").lower() in _GPU_ACCELERATORS for a in call.args)
+
+
+_GPU_ACCELERATORS = frozenset({"gpu", "cuda"})
 
 
 def gpu_flag(expr: cst.BaseExpression) -> bool:

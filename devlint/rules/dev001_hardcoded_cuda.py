@@ -149,7 +149,10 @@ An early exit guards what follows only when its condition is true whenever CUDA 
 torch.cuda.is_available():`, `if not torch.cuda.is_available() or not flash:`).
 
 CUDA-only by design (not reported): a flow that starts a NCCL process group (`init_process_group("nccl")`,
-`backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`) or picks its GPU
+`backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`), builds a launcher
+told to use the GPU (`L.Fabric(accelerator="cuda")`, a Lightning `Trainer(accelerator="gpu")`: without CUDA
+it raises at construction; the methods of a `LightningLite` subclass every construction of which says
+`accelerator="gpu"`, `Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)`) or picks its GPU
 from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
 function, the functions defined there after it and those only called from there; a class or function that
