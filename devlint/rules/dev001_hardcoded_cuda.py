@@ -76,7 +76,9 @@ class HardcodedCuda(Rule):
 Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
 variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
 `argparse` `--device` default (unless the option is only compared, spliced into `f"cuda:{...}"` or read
-under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else "cpu")`), a
+under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else "cpu")`, or assigned to a
+name the next statement replaces without CUDA, `device = args.device` / `if not torch.cuda.is_available():
+device = "cpu"`), a
 `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on and some call relies on: `device="cuda"` or
 `device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads), and `.cuda()` calls.
@@ -587,7 +589,29 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
              and ctx.qualname(a) is None]  # args.device, not torch.device
     guard = guards(ctx)
     return bool(reads) and all(_inspected(ctx, read, depth=1) or guard.is_guarded(read)
-                               or _past_cuda_fallback(ctx, read) for read in reads)
+                               or _past_cuda_fallback(ctx, read) or _replaced_without_cuda(ctx, read)
+                               for read in reads)
+
+
+def _replaced_without_cuda(ctx: Context, read: cst.Attribute) -> bool:
+    """Is ``read`` (``args.device``) assigned to a name that the next statement replaces where CUDA is missing
+    (``device = args.device`` / ``if not torch.cuda.is_available(): device = "cpu"``)?"""
+    assign = ctx.parent(read)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or assign.value is not read \
+            or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    line = ctx.parent(assign)
+    block = ctx.parent(line)
+    if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return False
+    name = assign.targets[0].target.value
+    body = list(block.body)
+    at = body.index(line) + 1
+    after = body[at] if at < len(body) else None
+    if not isinstance(after, cst.If) or guards(ctx).polarity(after.test) is not Polarity.UNAVAILABLE:
+        return False
+    return any(isinstance(t.target, cst.Name) and t.target.value == name
+               for n in walk(after.body) if isinstance(n, cst.Assign) for t in n.targets)
 
 
 def _past_cuda_fallback(ctx: Context, read: cst.Attribute) -> bool:

@@ -272,7 +272,7 @@ def _saved_before(ctx: Context, load: cst.Call) -> bool:
     the file come after such a save in its caller (``train()`` saves ``config.save_path``, then calls
     ``test(config, ...)``, which loads it)? A round trip in one process, whose tensors were on this machine's
     devices."""
-    source = ctx.code(load.args[0].value)
+    source = ctx.code(_unwrap_path(load.args[0].value))
     scope = _scope(ctx, load)
     if _saves_to(ctx, source, scope, load):
         return True
@@ -284,16 +284,31 @@ def _saved_before(ctx: Context, load: cst.Call) -> bool:
 
 
 def _saves_to(ctx: Context, source: str, scope: cst.CSTNode, before: cst.CSTNode) -> bool:
-    """Is there a ``torch.save(obj, <source>)`` in ``scope`` before ``before``?"""
+    """Is there a ``torch.save(obj, <source>)`` in ``scope`` before ``before`` (also ``torch.jit.save(m,
+    <source>)``, or a traced module's ``traced.save(<source>)``, for a TorchScript load)?"""
+    jit = ctx.qualname(before.func) == "torch.jit.load" if isinstance(before, cst.Call) else False
     for call in ctx.nodes(cst.Call):
-        if ctx.qualname(call.func) != devices.SAVE_FUNC or ctx.order[call] > ctx.order[before] \
-                or not _in_scope(ctx, call, scope, strict=True):
+        if ctx.order[call] > ctx.order[before] or not _in_scope(ctx, call, scope, strict=True):
             continue
-        target = [a for a in call.args if a.keyword is None][1:2] + \
-            [a for a in call.args if a.keyword is not None and a.keyword.value == "f"]
-        if any(ctx.code(a.value) == source for a in target):
+        qualname = ctx.qualname(call.func)
+        positional = [a for a in call.args if a.keyword is None]
+        if qualname in (devices.SAVE_FUNC, "torch.jit.save"):
+            target = positional[1:2] + [a for a in call.args if a.keyword is not None and a.keyword.value == "f"]
+        elif jit and qualname is None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "save":
+            target = positional[:1]
+        else:
+            continue
+        if any(ctx.code(_unwrap_path(a.value)) == source for a in target):
             return True
     return False
+
+
+def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The path inside ``str(path)`` / ``os.fspath(path)`` (the same file either way)."""
+    if isinstance(expr, cst.Call) and len(expr.args) == 1 and not expr.args[0].keyword \
+            and dotted_name(expr.func) in ("str", "os.fspath"):
+        return expr.args[0].value
+    return expr
 
 
 def _passes_path(ctx: Context, func: cst.FunctionDef, load: cst.Call, call: cst.Call) -> bool:
@@ -807,7 +822,8 @@ Not reported:
   Python numbers, no tensor), a checkpoint handed to a helper of another library
   (ignite's `Checkpoint.load_objects`) or to a function that is not `load_state_dict`;
 - a round trip in one process: the function (or module) that loads first writes the same file with
-  `torch.save` (`torch.save(model.state_dict(), path)` ... `model.load_state_dict(torch.load(path))`), or
+  `torch.save` (`torch.save(model.state_dict(), path)` ... `model.load_state_dict(torch.load(path))`; for
+  `torch.jit.load`, `torch.jit.save(m, path)` or `traced.save(path)`; `str(path)` is the same file), or
   every call of the loading function in its file comes after such a save in its caller, with the path's
   name passed on under the same name (`train(config, ...)` saves `config.save_path`, then calls
   `test(config, ...)`, which loads `config.save_path`): its tensors were on this machine's devices;
