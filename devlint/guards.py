@@ -507,12 +507,18 @@ class Guards:
         """Is every construction of the class in the project a launcher told to use the GPU (a LightningLite
         subclass built as ``Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)``)? Its methods run
         there."""
+        sites = self._constructions(cls)
+        return bool(sites) and all(gpu_accelerator(call) for _, call in sites or [])
+
+    def _constructions(self, cls: cst.ClassDef) -> list[tuple[Context, cst.Call]] | None:
+        """The constructions of a top-level class in the project, when they are all there is to see: the class
+        only ever called (not subclassed in the project, nor handed around as a value: a registry, a factory
+        argument builds it where devlint cannot see); None otherwise."""
         project = self.ctx.project
         if self.ctx.parent(cls) is not self.ctx.module or project is None \
                 or not project.only_called(cls.name.value, os.path.abspath(self.ctx.path)):
-            return False
-        sites = call_sites(self.ctx, cls)
-        return bool(sites) and all(gpu_accelerator(call) for _, call in sites or [])
+            return None
+        return call_sites(self.ctx, cls)
 
     def _init_requires_cuda(self, cls: cst.ClassDef) -> bool:
         init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
@@ -744,20 +750,12 @@ class Guards:
 
     def _constructed_guarded(self, cls: cst.ClassDef, depth: int) -> bool:
         """Is every construction of ``cls`` in the project guarded (a trainer built only after set_device and a
-        NCCL group), the class neither subclassed in the project nor used as a value (a registry, a factory
-        argument: built where devlint cannot see)? A class nobody in the project builds is not."""
-        if self.ctx.parent(cls) is not self.ctx.module:
-            return False
+        NCCL group; :meth:`_constructions`)? A class nobody in the project builds is not."""
         key = (id(cls), depth)
         if key in self._entered:
             return self._entered[key]
         self._entered[key] = False  # recursion: assume not while computing
-        name = cls.name.value
-        project = self.ctx.project
-        home = os.path.abspath(self.ctx.path)
-        if project is None or not project.only_called(name, home):
-            return False
-        sites = call_sites(self.ctx, cls)
+        sites = self._constructions(cls)
         result = bool(sites) and all(guards(site_ctx).is_guarded(call, depth - 1)
                                      for site_ctx, call in sites or [])
         self._entered[key] = result

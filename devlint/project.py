@@ -590,25 +590,19 @@ class Project:
         render_rays``): in ``home`` or in a file that imports the name or star-imports a module? Its calls then go
         through that name (:func:`_names_used_as_values`). Read over CPython's ``ast``; the files read are
         consulted."""
-        word = name.encode()
-        imports = re.compile(rb"\bimport\b[^\n]*(?:\b" + re.escape(word) + rb"\b|\*)")
-        for path in self.paths:
-            data = self.read(path) or b""
-            if word not in data or (path != home and not imports.search(data)):
-                continue
-            self.consulted.add(path)
-            if path not in self._values:
-                self._values[path] = _names_used_as_values(data)
-            held = self._values[path]
-            if held is None or name in held:
-                return True
-        return False
+        return self._named_where_imported(name, home, self._values, _names_used_as_values)
 
     def only_called(self, name: str, home: str) -> bool:
         """Is ``name`` (a class of ``home``) only ever called, in ``home`` and in every file that imports it or
         star-imports a module: not a base class, an argument (``setup_run_config(config, RunConfig)``), a value
         bound or returned (a registry)? Type annotations and ``isinstance`` tests do not count. Then its
         constructions are the calls devlint sees. Read over CPython's ``ast``; the files read are consulted."""
+        return not self._named_where_imported(name, home, self._uncalled, _names_used_uncalled)
+
+    def _named_where_imported(self, name: str, home: str, held: dict[str, frozenset[str] | None],
+                              reader: Callable[[bytes], frozenset[str] | None]) -> bool:
+        """Is ``name`` among the names ``reader`` finds (kept per file in ``held``) in ``home`` or in a file
+        that imports the name or star-imports a module? A file CPython cannot parse may: yes."""
         word = name.encode()
         imports = re.compile(rb"\bimport\b[^\n]*(?:\b" + re.escape(word) + rb"\b|\*)")
         for path in self.paths:
@@ -616,12 +610,12 @@ class Project:
             if word not in data or (path != home and not imports.search(data)):
                 continue
             self.consulted.add(path)
-            if path not in self._uncalled:
-                self._uncalled[path] = _names_used_uncalled(data)
-            held = self._uncalled[path]
-            if held is None or name in held:
-                return False
-        return True
+            if path not in held:
+                held[path] = reader(data)
+            names = held[path]
+            if names is None or name in names:
+                return True
+        return False
 
     def _call_index(self) -> dict[bytes, tuple[str, ...]]:
         """Every name called in the run's files (``name(`` / ``x.name (``, as :meth:`_files_calling`'s pattern
