@@ -49,6 +49,8 @@ class Polarity(Enum):
 
 _PREDICATE = re.compile(r"(^|_)(is|has|use|check|can|avail|available|enabled|supported|require|requires|need|on)"
                         r"(_|$)|available|enabled|supported", re.IGNORECASE)
+# a TensorRT runtime's name ("tensorrt", "trt", a constant TENSORRT or DEPTH_TRT): an NVIDIA GPU only
+_TENSORRT = re.compile(r"^(?:\w+_)?(?:tensorrt|trt)$", re.IGNORECASE)
 _CUDA_TEXT = re.compile(r"cuda|gpu|nvidia", re.IGNORECASE)
 _OTHER_DEVICE = re.compile(r"(cpu|mps|meta|xpu|xla|tpu|npu)\b", re.IGNORECASE)
 _SKIPS = {"skipif": Polarity.UNAVAILABLE, "skipIf": Polarity.UNAVAILABLE, "skip_if": Polarity.UNAVAILABLE,
@@ -219,6 +221,9 @@ class Guards:
 
     @staticmethod
     def _string_polarity(text: str, equal: bool) -> Polarity:
+        if _TENSORRT.match(text.strip()):
+            # runtime == "tensorrt": a TensorRT engine runs only on an NVIDIA GPU (not equal: anything else)
+            return Polarity.AVAILABLE if equal else Polarity.NONE
         if _CUDA_TEXT.search(text):
             return Polarity.AVAILABLE if equal else Polarity.UNAVAILABLE
         if _OTHER_DEVICE.match(text.strip()):
@@ -288,6 +293,9 @@ class Guards:
                 found = {self._string_polarity(t, equal=equal) for t in texts} - {Polarity.NONE}
                 if len(found) == 1:
                     return found.pop()
+            name = dotted_name(mine) if isinstance(mine, (cst.Name, cst.Attribute)) else None
+            if name is not None and _TENSORRT.match(name.rsplit(".", 1)[-1]) and name.rsplit(".", 1)[-1].isupper():
+                return self._string_polarity("tensorrt", equal=equal)  # mode == TENSORRT, a runtime's constant
             if isinstance(mine, cst.Call) and self.ctx.qualname(mine.func) == devices.DEVICE_CONSTRUCTOR and mine.args:
                 value = string_value(mine.args[0].value)
                 if value is not None:

@@ -164,7 +164,9 @@ method it calls first, `self.setup_dist_env()`, or the `__init__` a subclass inh
 raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
 its functions and methods too, wherever they are defined; not a check in its `__main__` block); what
 follows an import of a CUDA-only library, or of a module of the project that needs CUDA at import (as below),
-in the same block (the `elif engine: import tensorrt as trt` branch of a multi-backend loader), and what
+in the same block (the `elif engine: import tensorrt as trt` branch of a multi-backend loader; also a branch
+that compares a runtime with TensorRT's name, `elif mode == TENSORRT:` or `if runtime == "trt":`: an engine
+runs only on an NVIDIA GPU), and what
 follows an `if` / `elif` / `else` every arm of which imports one (a NeRF script's `if opt.tcnn: from
 nerf.network_tcnn import NeRFNetwork` / `else: from nerf.network import NeRFNetwork`, each built on the
 project's kernels); a module that imports a CUDA-only
