@@ -515,10 +515,10 @@ class Guards:
         """Is every construction of the class in the project a launcher told to use the GPU (a LightningLite
         subclass built as ``Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)``)? Its methods run
         there."""
-        sites = self._constructions(cls)
+        sites = self.constructions(cls)
         return bool(sites) and all(gpu_accelerator(call) for _, call in sites or [])
 
-    def _constructions(self, cls: cst.ClassDef) -> list[tuple[Context, cst.Call]] | None:
+    def constructions(self, cls: cst.ClassDef) -> list[tuple[Context, cst.Call]] | None:
         """The constructions of a top-level class in the project, when they are all there is to see: the class
         only ever called (not subclassed in the project, nor handed around as a value: a registry, a factory
         argument builds it where devlint cannot see); None otherwise."""
@@ -590,7 +590,7 @@ class Guards:
             if not isinstance(small, (cst.Import, cst.ImportFrom)):
                 continue
             for module in _imported_modules(small):
-                if devices.cuda_only_library(module.lstrip(".")) and not module.startswith("."):
+                if not module.startswith(".") and devices.cuda_only_library(module):
                     return True
                 if project is not None and project.imports_cuda_only([module], self.ctx.path):
                     return True
@@ -758,12 +758,12 @@ class Guards:
 
     def _constructed_guarded(self, cls: cst.ClassDef, depth: int) -> bool:
         """Is every construction of ``cls`` in the project guarded (a trainer built only after set_device and a
-        NCCL group; :meth:`_constructions`)? A class nobody in the project builds is not."""
+        NCCL group; :meth:`constructions`)? A class nobody in the project builds is not."""
         key = (id(cls), depth)
         if key in self._entered:
             return self._entered[key]
         self._entered[key] = False  # recursion: assume not while computing
-        sites = self._constructions(cls)
+        sites = self.constructions(cls)
         result = bool(sites) and all(guards(site_ctx).is_guarded(call, depth - 1)
                                      for site_ctx, call in sites or [])
         self._entered[key] = result

@@ -418,10 +418,9 @@ def _published(ctx: Context, load: cst.Call) -> bool:
         return True
     # pretrained weights by name; not a checkpoint that resumes an optimizer (YOLOP's cfg.MODEL.PRETRAINED,
     # whose ['optimizer'] the training loads back: the project's own training checkpoint)
-    if not _feeds_optimizer(ctx, load) and (any(_names_pretrained(e) for e in origins)
-                                            or _if_pretrained(ctx, load, scope)
-                                            or (isinstance(scope, cst.FunctionDef)
-                                                and _PRETRAINED.search(scope.name.value))):
+    named = any(_names_pretrained(e) for e in origins) or _if_pretrained(ctx, load, scope) \
+        or (isinstance(scope, cst.FunctionDef) and _PRETRAINED.search(scope.name.value) is not None)
+    if named and not _feeds_optimizer(ctx, load):
         return True  # (def load_pretrained_ckpt(self): the published weights the model starts from)
     source = _path_key(ctx, arg)
     if any(_FETCH.search(_called_name(call))
@@ -583,10 +582,8 @@ def _cpu_saver(ctx: Context) -> bool:
             continue
         root = _root(saved)
         scope = _scope(ctx, save)
-        moves: list[cst.CSTNode] = [
-            call for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope) and _root(call) == root
-            and isinstance(call.func, cst.Attribute) and call.func.attr.value in _MOVES
-            and ctx.order[call] < ctx.order[save]]
+        moves: list[cst.CSTNode] = [call for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope)
+                                    and _root(call) == root and _is_move(call) and ctx.order[call] < ctx.order[save]]
         moves += [assign for assign in ctx.nodes(cst.Assign) if _in_scope(ctx, assign, scope)
                   and ctx.order[assign] < ctx.order[save] and _item_moved(assign, root)]
         if root is None or not moves or not _moves_to_cpu(_last_move(max(moves, key=lambda n: ctx.order[n]))):
@@ -617,8 +614,7 @@ def _optimizer_state(saved: cst.BaseExpression) -> bool:
     """Is ``saved`` an optimizer's state (``optimizer.state_dict()``, ``self.optimizer_G.state_dict()``)? A
     file of its own, read back by an optimizer's ``load_state_dict``: a network's load does not read it."""
     return isinstance(saved, cst.Call) and isinstance(saved.func, cst.Attribute) \
-        and saved.func.attr.value == "state_dict" \
-        and bool(_OPTIMIZER.search((dotted_name(saved.func.value) or "").rsplit(".", 1)[-1]))
+        and saved.func.attr.value == "state_dict" and _names_optimizer(saved.func.value)
 
 
 def _feeds_optimizer(ctx: Context, load: cst.Call) -> bool:
@@ -628,10 +624,15 @@ def _feeds_optimizer(ctx: Context, load: cst.Call) -> bool:
     for call in ctx.nodes(cst.Call):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == devices.STATE_LOADER \
-                and _in_scope(ctx, call, scope) and any(flow.mentions(a.value) for a in call.args) \
-                and _OPTIMIZER.search((dotted_name(func.value) or "").rsplit(".", 1)[-1]):
+                and _names_optimizer(func.value) and _in_scope(ctx, call, scope) \
+                and any(flow.mentions(a.value) for a in call.args):
             return True
     return False
+
+
+def _names_optimizer(expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a name or attribute whose last part names an optimizer (``optimizer``, ``self.optim_G``)?"""
+    return bool(_OPTIMIZER.search((dotted_name(expr) or "").rsplit(".", 1)[-1]))
 
 
 _OPTIMIZER = re.compile(r"optim", re.IGNORECASE)

@@ -408,14 +408,13 @@ def _called_with_fallback(ctx: Context, call: cst.Call) -> bool:
             func = anc
     if func is None:
         return False
-    targets: list[cst.FunctionDef | cst.ClassDef] = [func]
+    sites = call_sites(ctx, func) or []
     owner = ctx.parent(ctx.parent(func))
-    if isinstance(owner, cst.ClassDef) and ctx.parent(owner) is ctx.module and instance_method(func) \
-            and ctx.project is not None and ctx.project.only_called(owner.name.value, os.path.abspath(ctx.path)):
-        targets.append(owner)  # a method runs on the instances the script builds (NeRFGUI(opt, trainer))
+    if isinstance(owner, cst.ClassDef) and instance_method(func):
+        sites += guards(ctx).constructions(owner) or []  # a method runs on the instances the script builds
     return any(site_ctx is not ctx and is_script(site_ctx.module) and device_agnostic(site_ctx)
                and not guards(site_ctx).is_guarded(site)
-               for target in targets for site_ctx, site in call_sites(ctx, target) or ())
+               for site_ctx, site in sites)
 
 
 def device_agnostic(ctx: Context) -> bool:
