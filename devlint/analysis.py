@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.bindings import bindings
-from devlint.context import Context, dotted_name, string_value
+from devlint.context import Context, dotted_name, own_method, string_value
 from devlint.devices import UseKind
 from devlint.lazy import LazyModule
 from devlint.project import callee
@@ -321,6 +321,57 @@ def parameterless_class(cls_ctx: Context, cls: cst.ClassDef) -> bool:
         return False  # only a direct nn.Module subclass: a base of the project may hold parameters
     return not any(_may_hold_parameters(cls_ctx, call, cls) for call in cls_ctx.nodes(cst.Call)
                    if any(a is cls for a in cls_ctx.ancestors(call)))
+
+
+def frozen_class(cls: cst.ClassDef, built: cst.Call | None) -> bool:
+    """Does the module class's ``__init__`` freeze every parameter it made (pytorch-fid's InceptionV3:
+    ``for param in self.parameters(): param.requires_grad = requires_grad`` at the end of ``__init__``, the
+    parameter defaulting to False), when built by the call ``built``? The value set must be ``False``, or a
+    parameter of ``__init__`` whose default is ``False`` that ``built`` does not pass (a construction that is
+    not seen, ``built`` None, passes nothing it can be told from)."""
+    init = own_method(cls, "__init__")
+    if init is None or not isinstance(init.body, cst.IndentedBlock):
+        return False
+    for stmt in init.body.body:
+        value = _freezing_loop(stmt)
+        if value is None:
+            continue
+        if isinstance(value, cst.Name) and value.value == "False":
+            return True
+        if not isinstance(value, cst.Name):
+            return False
+        params = [*init.params.posonly_params, *init.params.params]
+        found = next((i for i, p in enumerate(params) if p.name.value == value.value), None)
+        if found is None:
+            param = next((p for p in init.params.kwonly_params if p.name.value == value.value), None)
+        else:
+            param = params[found]
+        default = param.default if param is not None else None
+        if not (isinstance(default, cst.Name) and default.value == "False"):
+            return False
+        if built is None:
+            return False
+        if any(a.star for a in built.args) or any(a.keyword is not None and a.keyword.value == value.value
+                                                  for a in built.args):
+            return False
+        positional = [a for a in built.args if a.keyword is None]
+        return found is None or len(positional) < found  # (`self` is params[0]: argument i is params[i + 1])
+    return False
+
+
+def _freezing_loop(stmt: cst.BaseStatement) -> cst.BaseExpression | None:
+    """``for p in self.parameters(): p.requires_grad = X`` (the loop's body that one statement): X."""
+    if not (isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and isinstance(stmt.iter, cst.Call)
+            and dotted_name(stmt.iter.func) == "self.parameters" and isinstance(stmt.body, cst.IndentedBlock)
+            and len(stmt.body.body) == 1 and isinstance(stmt.body.body[0], cst.SimpleStatementLine)):
+        return None
+    small = stmt.body.body[0].body
+    if len(small) != 1 or not isinstance(small[0], cst.Assign) or len(small[0].targets) != 1:
+        return None
+    target = small[0].targets[0].target
+    if dotted_name(target) != f"{stmt.target.value}.requires_grad":
+        return None
+    return small[0].value
 
 
 def _torch_parameterless(ctx: Context, expr: cst.BaseExpression) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from devlint.context import Context, dotted_name
+from devlint.context import Context, dotted_name, own_method
 from devlint.devices import (
     CANONICAL_DEVICE_VARS,
     CURRENT_ACCELERATOR,
@@ -546,7 +546,7 @@ def _self_device(ctx: Context, node: cst.CSTNode) -> str | None:
     cls = ctx.parent(block) if block is not None else None
     if not isinstance(cls, cst.ClassDef):
         return None
-    init = next((s for s in _body(cls) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    init = own_method(cls, "__init__")
     if init is None or func is init:
         return None
     return "self.device" if _init_sets_device(ctx, cls, init) else None

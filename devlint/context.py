@@ -42,6 +42,12 @@ def dotted_name(node: cst.BaseExpression | None) -> str | None:
     return None
 
 
+def own_method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The method ``name`` defined in the body of ``cls`` itself (not inherited), or None."""
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    return next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+
+
 def _import_target(node: cst.BaseExpression) -> str:
     return dotted_name(node) or ""
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.analysis import command_line_option, command_line_options
-from devlint.context import Context, children, dotted_name, string_value
+from devlint.context import Context, children, dotted_name, own_method, string_value
 from devlint.lazy import LazyModule
 from devlint.project import (
     call_sites,
@@ -529,8 +529,7 @@ class Guards:
         return call_sites(self.ctx, cls)
 
     def _init_requires_cuda(self, cls: cst.ClassDef) -> bool:
-        init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
-                    None) if isinstance(cls.body, cst.IndentedBlock) else None
+        init = own_method(cls, "__init__")
         if init is not None:
             return self.requires_cuda(init, depth=1)
         inherited = inherited_method(self.ctx, cls, "__init__")

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import parameterless_class
+from devlint.analysis import frozen_class, parameterless_class
 from devlint.bindings import Binding, bindings
-from devlint.context import Context, children, dotted_name, string_value
+from devlint.context import Context, children, dotted_name, own_method, string_value
 from devlint.guards import Polarity, guards
 from devlint.lazy import LazyModule
 from devlint.project import callee
@@ -275,8 +275,7 @@ class Provenance:
         """What the class's ``__init__`` sets on ``self`` (interpreted on first use)."""
         if cls not in self.class_attrs:
             self.class_attrs[cls] = {}
-            init = next((s for s in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else [])
-                         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+            init = own_method(cls, "__init__")
             if init is not None:
                 self._ensure(init)
             for name, value in self._modules_set_elsewhere(cls, init).items():
@@ -690,8 +689,7 @@ class Provenance:
             return found if found is not None or qn.split(".")[0] in devices.EVIDENCE_ROOTS else self._returned(call)
         if isinstance(func, cst.Name) and func.value in self.module_classes:
             cls = next((c for c in ctx.nodes(cst.ClassDef) if c.name.value == func.value), None)
-            return Val("module", params=cls is None or not _output_without_own_grad(ctx, cls), torch=True,
-                       cpu=not self.default_device)
+            return _module_class(ctx, cls, call, not self.default_device)
         if isinstance(func, cst.Attribute):
             held = env.get(dotted_name(func) or "")
             if held is not None and (held.kind == "module" or held.moved):
@@ -871,8 +869,7 @@ class Provenance:
         other = self if other_ctx is self.ctx else provenance(other_ctx)
         if isinstance(definition, cst.ClassDef):  # a module class of the project: Net()
             if definition.name.value in other.module_classes:
-                return Val("module", params=not _output_without_own_grad(other_ctx, definition), torch=True,
-                           cpu=not self.default_device)
+                return _module_class(other_ctx, definition, call, not self.default_device)
             return None
         other._ensure(definition)
         return other.returns.get(definition)
@@ -888,6 +885,8 @@ class Provenance:
         gpu = module.gpu or next((a.gpu for a in args if a is not None and a.gpu), None)
         known = [a for a in args if a is not None]
         cpu = module.cpu and complete and all(a.cpu for a in known)
+        if module.nograd:  # its forward runs under torch.no_grad(): nothing it returns requires grad
+            return Val("tensor", None, gpu, torch=module.torch, nograd=True, cpu=cpu, output=True)
         if module.params:
             grad = None if no_grad else f"output of {name}(...) outside torch.no_grad()"
             nograd = no_grad
@@ -973,11 +972,15 @@ _GRAD_KEEPING = frozenset({"view", "reshape", "permute", "transpose", "contiguou
                            "flatten", "detach", "clone", "cpu", "cuda", "to", "float", "half", "double", "expand"})
 
 
-def _output_without_own_grad(ctx: Context, cls: cst.ClassDef) -> bool:
-    """Does a call of the module class make no graph from parameters of its own: it has none
-    (:func:`parameterless_class`), or its ``forward`` runs them under ``torch.no_grad()``? What requires grad
-    in its output then comes from its inputs only."""
-    return forward_without_grad(ctx, cls) or parameterless_class(ctx, cls)
+def _module_class(ctx: Context, cls: cst.ClassDef | None, built: cst.Call, cpu: bool) -> Val:
+    """A module of the class ``cls`` built by the call ``built`` (``cls`` None: a module class of the file whose
+    definition is not found). A class whose ``forward`` runs without grad (:func:`forward_without_grad`) makes
+    outputs that require no grad, whatever its inputs: ``nograd`` on a module says so. One with no parameter of
+    its own (:func:`parameterless_class`), or that freezes them (:func:`frozen_class`), passes on its inputs'
+    grad only."""
+    quiet = cls is not None and forward_without_grad(ctx, cls)
+    own = cls is None or not (quiet or parameterless_class(ctx, cls) or frozen_class(cls, built))
+    return Val("module", params=own, torch=True, nograd=quiet, cpu=cpu)
 
 
 def forward_without_grad(ctx: Context, cls: cst.ClassDef) -> bool:
@@ -990,8 +993,7 @@ def forward_without_grad(ctx: Context, cls: cst.ClassDef) -> bool:
 
 
 def _forward_without_grad(ctx: Context, cls: cst.ClassDef) -> bool:
-    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
-    forward = next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"), None)
+    forward = own_method(cls, "forward")
     if forward is None:
         return False
     if any(_no_grad_call(ctx, d.decorator) for d in forward.decorators):

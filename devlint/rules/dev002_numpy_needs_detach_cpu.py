@@ -67,9 +67,12 @@ there; only a GPU tensor fails), likewise after a top-level `torch.set_grad_enab
 autograd off for a script's run (its functions and what follows it; not when the file turns grad on again
 anywhere: `torch.enable_grad()`, `set_grad_enabled(True)`), the output of a module class of the project
 whose `forward` returns only what it made under `torch.no_grad()` (a frozen wrapper: `with torch.no_grad():
-flow = self.raft(a, b)` then `return flow.view(...)`), or that holds no parameter, buffer or submodule (a
+flow = self.raft(a, b)` then `return flow.view(...)`) or is decorated with `@torch.no_grad()` (a post-processor
+handed a model's output: nothing it returns requires grad), one that holds no parameter, buffer or submodule (a
 wrapper of a custom autograd function: checked on torch 2.13, its output on a plain input does not require
-grad); grad can then come from its inputs only), integer
+grad), or one whose `__init__` freezes its parameters (pytorch-fid's InceptionV3: `for param in
+self.parameters(): param.requires_grad = requires_grad`, the value `False` or a parameter defaulting to `False`
+that the construction does not pass); grad can then come from its inputs only), integer
 results (`.argmax()`,
 `.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`), the branch of `x.numpy() if not use_cuda
 else x.cpu().numpy()` taken without CUDA, objects that are not

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.context import Context, string_value
+from devlint.context import Context, own_method, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.lazy import LazyModule
 from devlint.project import call_sites, callee
@@ -421,7 +421,7 @@ def _summarised_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call
         return None
     owner = ctx.parent(ctx.parent(flow))
     if isinstance(owner, cst.ClassDef) and flow.name.value != "__init__":
-        init = next((s for s in owner.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        init = own_method(owner, "__init__")
         if init is not None:
             found = _entry_init(ctx, init, _SUMMARY_DEPTH)
             if found is not None:
@@ -455,8 +455,7 @@ def _callee_init(ctx: Context, call: cst.Call, depth: int) -> tuple[Context, cst
     if found is None:
         return None
     def_ctx, node = found
-    func = node if isinstance(node, cst.FunctionDef) else next(  # Runner(...): its __init__ runs
-        (s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    func = node if isinstance(node, cst.FunctionDef) else own_method(node, "__init__")  # Runner(...): its __init__
     return _entry_init(def_ctx, func, depth) if func is not None else None
 
 
