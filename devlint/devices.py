@@ -315,12 +315,22 @@ def uses_torch(modules: Iterable[str]) -> bool:
 # CPU build exists)
 CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn", "mamba_ssm",
                                  "causal_conv1d", "selective_scan_cuda"})
+# GPU kernel languages and GPU-only engines: a module that imports Triton, TileLang or CUTLASS's CuTe DSL at its
+# top writes kernels that launch on a GPU only, and NVIDIA's Transformer Engine and vLLM's engine run on one. Only
+# the importing module itself is CUDA-only: a module of the project that imports it for one layer (efficientvit's
+# TritonRMSNorm2d beside its other models) is not.
+GPU_KERNEL_LIBRARIES = frozenset({"triton", "tilelang", "cutlass", "transformer_engine", "vllm"})
 
 
 def cuda_only_library(module: str) -> bool:
     """Is ``module`` (an imported module's dotted name) a library that needs an NVIDIA GPU (TensorRT, CuPy,
     ``numba.cuda``, ...; ``cuda`` only as itself: ``cuda.bindings`` and the like are not all CUDA-only)?"""
     return module in CUDA_ONLY_LIBRARIES or module.split(".")[0] in CUDA_ONLY_LIBRARIES - {"cuda"}
+
+
+def gpu_kernel_library(module: str) -> bool:
+    """Is ``module`` a GPU kernel language or GPU-only engine (:data:`GPU_KERNEL_LIBRARIES`)?"""
+    return module.split(".")[0] in GPU_KERNEL_LIBRARIES
 
 # What an out-of-memory fallback does or says (an except handler that ran because CUDA ran out of memory).
 OOM_HINTS = ("out of memory", "oom", "empty_cache", "OutOfMemoryError")

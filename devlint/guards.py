@@ -53,6 +53,9 @@ _PREDICATE = re.compile(r"(^|_)(is|has|use|check|can|avail|available|enabled|sup
 _TENSORRT = re.compile(r"^(?:\w+_)?(?:tensorrt|trt)$", re.IGNORECASE)
 _CUDA_TEXT = re.compile(r"cuda|gpu|nvidia", re.IGNORECASE)
 _OTHER_DEVICE = re.compile(r"(cpu|mps|meta|xpu|xla|tpu|npu)\b", re.IGNORECASE)
+# How many calls deep a function's summary ("returns only with CUDA") follows the project's functions: dinov2's
+# `setup(args)` -> `default_setup(args)` -> `distributed.enable()`, which starts NCCL, is three.
+SUMMARY_DEPTH = 4
 _SKIPS = {"skipif": Polarity.UNAVAILABLE, "skipIf": Polarity.UNAVAILABLE, "skip_if": Polarity.UNAVAILABLE,
           "skipUnless": Polarity.AVAILABLE, "skip_unless": Polarity.AVAILABLE}
 
@@ -114,7 +117,7 @@ class Guards:
         (CUDAExtension in its setup.py), or a module of the project that does so?"""
         ctx = self.ctx
         required = _own_imports(ctx)
-        if any(devices.cuda_only_library(m) for m in required):
+        if any(devices.cuda_only_library(m) or devices.gpu_kernel_library(m) for m in required):
             return True
         return ctx.project is not None and ctx.project.imports_cuda_only(required, ctx.path)
 
@@ -450,7 +453,11 @@ class Guards:
         target = expr.func if isinstance(expr, cst.Call) else expr
         name = (dotted_name(target) or "").split(".")[-1]
         if isinstance(expr, cst.Call) and name in _SKIPS and expr.args:
-            return self.polarity(expr.args[0].value) is _SKIPS[name]
+            # the code runs when a skipif's condition is false (`not cuda_ok or capability < 8`: then CUDA is
+            # there), when a skipUnless's is true
+            condition = expr.args[0].value
+            runs = self.falsity(condition) if _SKIPS[name] is Polarity.UNAVAILABLE else self.polarity(condition)
+            return runs is Polarity.AVAILABLE
         if isinstance(expr, cst.List):
             return any(self._marks_cuda_only(el.value) for el in expr.elements)
         return devices.is_guard_text(name)
@@ -483,7 +490,20 @@ class Guards:
                 self._requires[key] = False  # recursion: assume not while computing
                 self._requires[key] = self._init_requires_cuda(node) or self._built_on_gpu(node)
             return self._requires[key]
-        return (self._runs_collective(node) and self._nccl()) or self._runs_cuda_kernels(node)
+        return (self._runs_collective(node) and self._nccl()) or self._runs_cuda_kernels(node) \
+            or self._requests_cuda_fixture(node)
+
+    def _requests_cuda_fixture(self, func: cst.FunctionDef) -> bool:
+        """Does the test ``func`` request a pytest fixture of its file that returns only with CUDA (``def
+        mods(): require_cuda(); import kernels``, where ``require_cuda`` calls ``pytest.skip`` without it)?
+        pytest skips the test before its body runs."""
+        requested = {p.name.value for p in (*func.params.params, *func.params.kwonly_params)}
+        if not requested or not func.name.value.startswith("test"):
+            return False
+        return any(isinstance(stmt, cst.FunctionDef) and stmt.name.value in requested and stmt is not func
+                   and any(self.ctx.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+                           == "pytest.fixture" for d in stmt.decorators)
+                   and self.requires_cuda(stmt, depth=1) for stmt in self.ctx.module.body)
 
     def _runs_cuda_kernels(self, func: cst.FunctionDef) -> bool:
         """Does ``func`` call the project's CUDA kernels on every path: a statement of its body calls a getter
@@ -560,7 +580,8 @@ class Guards:
                 (i for i, stmt in enumerate(body) if self._guards_what_follows(stmt)), None)
         return self._block_guard[block]
 
-    def _guards_what_follows(self, stmt: cst.BaseStatement, terminating: bool = False, depth: int = 2) -> bool:
+    def _guards_what_follows(self, stmt: cst.BaseStatement, terminating: bool = False,
+                             depth: int = SUMMARY_DEPTH) -> bool:
         """``if not torch.cuda.is_available(): sys.exit(...)``, ``assert torch.cuda.is_available()``, a NCCL
         process group or ``torch.cuda.set_device(local_rank)`` (CUDA-only by design), or a call of a function
         that only returns when CUDA is available. ``terminating``: only what ends the program counts (for a
@@ -589,7 +610,8 @@ class Guards:
             if not isinstance(small, (cst.Import, cst.ImportFrom)):
                 continue
             for module in _imported_modules(small):
-                if not module.startswith(".") and devices.cuda_only_library(module):
+                if not module.startswith(".") and (devices.cuda_only_library(module)
+                                                   or devices.gpu_kernel_library(module)):
                     return True
                 if project is not None and project.imports_cuda_only([module], self.ctx.path):
                     return True
@@ -610,7 +632,7 @@ class Guards:
         statements = body.body if isinstance(body, cst.IndentedBlock) else []
         return any(isinstance(s, cst.SimpleStatementLine) and self._imports_cuda_only(s) for s in statements)
 
-    def _cuda_only_call(self, call: cst.Call, depth: int = 2) -> bool:
+    def _cuda_only_call(self, call: cst.Call, depth: int = SUMMARY_DEPTH) -> bool:
         """A call after which only CUDA code runs: ``init_process_group("nccl")``, ``torch.cuda.set_device``,
         a launcher told to use the GPU (``L.Fabric(accelerator="cuda")``: it raises at construction where
         CUDA is missing), or a call of a function of the project that requires CUDA."""
@@ -654,7 +676,7 @@ class Guards:
             return answer()
         return project.remember(asked[-1], answer, asked[-1][1])
 
-    def requires_cuda(self, func: cst.FunctionDef, depth: int = 2) -> bool:
+    def requires_cuda(self, func: cst.FunctionDef, depth: int = SUMMARY_DEPTH) -> bool:
         """Does ``func`` return only when CUDA is available (it exits or raises otherwise), or set up a
         CUDA-only flow (NCCL, set_device) for its caller?"""
         key = (id(func), depth)

@@ -95,7 +95,8 @@ f"{DEVICE}:{DEVICE_ID}"` used only under such a check; a module-level one only w
 project mentions its name, which may import and read it), in the `else` of
 `if not torch.cuda.is_available():`, or after an early exit when CUDA is unavailable (`sys.exit`, `raise`,
 `parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
-(`init_env(args)` that exits without a GPU), guards held in a variable (`use_gpu = torch.cuda.is_available()`)
+(`init_env(args)` that exits without a GPU; followed up to four calls deep, dinov2's `setup(args)` ->
+`default_setup(args)` -> `distributed.enable()`), guards held in a variable (`use_gpu = torch.cuda.is_available()`)
 or returned by a function of the project (`if not enough_gpus(2): sys.exit()` where every `return` of
 `enough_gpus` needs an accelerator: `return torch.accelerator.is_available() and count >= n`), a flag set to
 `True` only under such a guard (`cuda_flag = False`, then `cuda_flag = True` inside `if
@@ -158,7 +159,11 @@ it raises at construction; the methods of a `LightningLite` subclass every const
 from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
 function, the functions defined there after it and those only called from there; a class or function that
-declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator, or a class whose
+declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator (a test
+under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)` runs only when the whole
+condition is false, so with CUDA; not `skipif(not torch.cuda.is_available() and ...)`), a test that requests a
+pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
+tests call), or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group; also through a
 method it calls first, `self.setup_dist_env()`, or the `__init__` a subclass inherits); a module that
 raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
@@ -170,7 +175,9 @@ runs only on an NVIDIA GPU), and what
 follows an `if` / `elif` / `else` every arm of which imports one (a NeRF script's `if opt.tcnn: from
 nerf.network_tcnn import NeRFNetwork` / `else: from nerf.network import NeRFNetwork`, each built on the
 project's kernels); a module that imports a CUDA-only
-library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d) or one of the project's own
+library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d; also, for the importing module itself
+only, a GPU kernel language or GPU-only engine: Triton, TileLang, CUTLASS's CuTe DSL, Transformer Engine, vLLM,
+not the modules of the project that import it for one layer) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
 sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), or a module of
