@@ -299,10 +299,19 @@ class Guards:
             name = dotted_name(mine) if isinstance(mine, (cst.Name, cst.Attribute)) else None
             if name is not None and _TENSORRT.match(name.rsplit(".", 1)[-1]) and name.rsplit(".", 1)[-1].isupper():
                 return self._string_polarity("tensorrt", equal=equal)  # mode == TENSORRT, a runtime's constant
-            if isinstance(mine, cst.Call) and self.ctx.qualname(mine.func) == devices.DEVICE_CONSTRUCTOR and mine.args:
-                value = string_value(mine.args[0].value)
-                if value is not None:
-                    return self._string_polarity(value, equal=equal)
+            value = self._device_constant(mine)
+            if value is None and isinstance(mine, cst.Name):
+                # a constant of the file: `_CPU_DEVICE = torch.device("cpu")` (every assignment the same device)
+                values = {self._device_constant(v) for v in self._assigned.get(mine.value, [])}
+                value = values.pop() if len(values) == 1 else None
+            if value is not None:
+                return self._string_polarity(value, equal=equal)
+        return None
+
+    def _device_constant(self, expr: cst.BaseExpression) -> str | None:
+        """The device a ``torch.device("cpu")`` names."""
+        if isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) == devices.DEVICE_CONSTRUCTOR and expr.args:
+            return string_value(expr.args[0].value)
         return None
 
     @staticmethod
@@ -560,7 +569,12 @@ class Guards:
         return func in self.ctx.shared("guards.collective_functions", _collective_functions)
 
     def _is_exit(self, stmt: cst.If, terminating: bool = False) -> bool:
-        body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
+        return self._ends_in_exit(stmt.body, terminating)
+
+    def _ends_in_exit(self, suite: cst.BaseSuite, terminating: bool = False) -> bool:
+        """Does the block end by leaving (``raise``, ``sys.exit()``, ``parser.error()``; unless ``terminating``,
+        also ``return`` / ``continue`` / ``break``)?"""
+        body = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
         if not body:
             return False
         last = body[-1]
@@ -592,7 +606,7 @@ class Guards:
             # lets a run without --cuda and without CUDA go on)
             return self.falsity(stmt.test) is Polarity.AVAILABLE and self._is_exit(stmt, terminating)
         if isinstance(stmt, cst.If):
-            return self._every_arm_imports_cuda_only(stmt)
+            return self._every_arm_guards(stmt, terminating, depth)
         if isinstance(stmt, cst.SimpleStatementLine):
             if any(isinstance(s, cst.Assert) and self.polarity(s.test) is Polarity.AVAILABLE for s in stmt.body):
                 return True
@@ -617,20 +631,29 @@ class Guards:
                     return True
         return False
 
-    def _every_arm_imports_cuda_only(self, stmt: cst.If) -> bool:
-        """An ``if`` / ``elif`` / ``else`` each arm of which imports what needs CUDA (the backbone a NeRF script
-        picks: ``from nerf.network_tcnn import NeRFNetwork`` or ``from nerf.network import NeRFNetwork``): what
-        follows runs only where CUDA is."""
+    def _every_arm_guards(self, stmt: cst.If, terminating: bool, depth: int) -> bool:
+        """An ``if`` / ``elif`` / ``else`` each arm of which guards what follows it or leaves: the backbone a NeRF
+        script picks, each arm importing what needs CUDA (``from nerf.network_tcnn import NeRFNetwork`` or
+        ``from nerf.network import NeRFNetwork``); a launcher's choice, each arm setting the GPU from the
+        launcher (``torch.cuda.set_device(local_rank)`` for "pytorch" and "slurm", ``raise`` for any other).
+        What follows runs only where CUDA is."""
         arm: cst.If | cst.Else | None = stmt
         while isinstance(arm, cst.If):
-            if not self._arm_imports_cuda_only(arm.body):
+            if not self._arm_guards(arm.body, terminating, depth):
                 return False
             arm = arm.orelse
-        return arm is not None and self._arm_imports_cuda_only(arm.body)
+        return arm is not None and self._arm_guards(arm.body, terminating, depth)
 
-    def _arm_imports_cuda_only(self, body: cst.BaseSuite) -> bool:
+    def _arm_guards(self, body: cst.BaseSuite, terminating: bool, depth: int) -> bool:
+        """Does every path through the arm pass a statement that guards what follows (before any ``return``), or
+        leave?"""
         statements = body.body if isinstance(body, cst.IndentedBlock) else []
-        return any(isinstance(s, cst.SimpleStatementLine) and self._imports_cuda_only(s) for s in statements)
+        for s in statements:
+            if _returns(s):
+                return False
+            if isinstance(s, (cst.SimpleStatementLine, cst.If)) and self._guards_what_follows(s, terminating, depth):
+                return True
+        return self._ends_in_exit(body, terminating=True)
 
     def _cuda_only_call(self, call: cst.Call, depth: int = SUMMARY_DEPTH) -> bool:
         """A call after which only CUDA code runs: ``init_process_group("nccl")``, ``torch.cuda.set_device``,

@@ -739,8 +739,9 @@ def _file_values(ctx: Context) -> frozenset[str] | None:
 
 def _names_used_as_values(data: bytes) -> frozenset[str] | None:
     """The names (``f``, and ``g`` of ``mod.g``) a file binds to another name: the value of an assignment, or an
-    element of a tuple, list or dict that is one, or an arm of a conditional (``renderer = render_rays``,
-    ``STEPS = {"eval": evaluate}``, ``runner_cls = TrainRunner if train else InferenceRunner``).
+    element of a tuple, list or dict that is one (also picked from it: ``{"nerf": NeRFModel, ...}[name]``), or an
+    arm of a conditional (``renderer = render_rays``, ``STEPS = {"eval": evaluate}``, ``runner_cls = TrainRunner
+    if train else InferenceRunner``).
     A function handed to a call (``fire.Fire(main)``, ``mp.spawn(worker, ...)``) is not counted: what calls it
     passes its own arguments, and the defaults it leaves are relied on. None when CPython cannot parse it."""
     import ast
@@ -752,22 +753,30 @@ def _names_used_as_values(data: bytes) -> frozenset[str] | None:
         return None
     found: set[str] = set()
     for node in screen.walk(tree):
-        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
-            continue
-        stack: list[ast.expr | None] = [node.value]
-        while stack:
-            value = stack.pop()
-            if isinstance(value, ast.Name):
-                found.add(value.id)
-            elif isinstance(value, ast.Attribute):
-                found.add(value.attr)
-            elif isinstance(value, (ast.Tuple, ast.List)):
-                stack.extend(value.elts)
-            elif isinstance(value, ast.Dict):
-                stack.extend(value.values)
-            elif isinstance(value, ast.IfExp):  # runner_cls = TrainRunner if args.train else InferenceRunner
-                stack.extend((value.body, value.orelse))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            found.update(_bound_names(node.value))
     return frozenset(found)
+
+
+def _bound_names(bound: ast.expr) -> Iterator[str]:
+    """The names an assigned value binds (see :func:`_names_used_as_values`)."""
+    import ast
+
+    stack: list[ast.expr | None] = [bound]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, ast.Name):
+            yield value.id
+        elif isinstance(value, ast.Attribute):
+            yield value.attr
+        elif isinstance(value, (ast.Tuple, ast.List)):
+            stack.extend(value.elts)
+        elif isinstance(value, ast.Dict):
+            stack.extend(value.values)
+        elif isinstance(value, ast.IfExp):  # runner_cls = TrainRunner if args.train else InferenceRunner
+            stack.extend((value.body, value.orelse))
+        elif isinstance(value, ast.Subscript):  # model_cls = {"nerf": NeRFModel, ...}[name]: one of them
+            stack.append(value.value)
 
 
 def _calls_resolving_elsewhere(data: bytes | None) -> frozenset[str] | None:

@@ -166,6 +166,9 @@ _CPU_NAMED = re.compile(r"(?:^|_)cpu(?:_|$)", re.IGNORECASE)
 
 
 def _is_dtype(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """``torch.float16``, or another tensor's dtype (``img.dtype``): ``.to()`` of it casts, it does not move."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "dtype":
+        return True
     qn = ctx.qualname(expr) or ""
     return (qn.startswith("torch.") and qn.split(".")[-1][:1].islower() and qn.count(".") == 1
             and not isinstance(expr, cst.Call))

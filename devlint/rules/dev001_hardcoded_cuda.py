@@ -20,7 +20,7 @@ from devlint.bindings import device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
-from devlint.guards import Polarity, guards, walk
+from devlint.guards import Guards, Polarity, guards, walk
 from devlint.lazy import LazyModule
 from devlint.project import callee, field_relies_on_default, relies_on_default
 from devlint.rules.base import Invalid, Rule, Valid, replace_token
@@ -78,7 +78,8 @@ variable that is used as a device, passed as `device=`, to `.to(...)` or to `tor
 `argparse` `--device` default (unless the option is only compared, spliced into `f"cuda:{...}"` or read
 under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else "cpu")`, or assigned to a
 name the next statement replaces without CUDA, `device = args.device` / `if not torch.cuda.is_available():
-device = "cpu"`), a
+device = "cpu"`, or read after an earlier statement replaced it so, `if args.device == "cuda" and not
+torch.cuda.is_available(): args.device = "cpu"`), a
 `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on and some call relies on: `device="cuda"` or
 `device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads), and `.cuda()` calls.
@@ -121,7 +122,8 @@ overrides or makes only where CUDA is certain (calls through `from module import
 `if torch.cuda.is_available():` may leave the default) or that the function only compares or hands to a
 torch query, the default of a function also bound to another name (`renderer = render_rays`: it is called
 through that name, where its calls cannot all be found; also a class's `__init__` default when the class is,
-`runner_cls = TrainRunner if args.train else InferenceRunner`), a dataclass or attrs field's default (`device:
+`runner_cls = TrainRunner if args.train else InferenceRunner`, `model_cls = {"nerf": NeRFModel, ...}[name]`), a
+dataclass or attrs field's default (`device:
 torch.device = attr.ib(default=torch.device("cuda"))`) that every construction of its class passes,
 `device=` keywords of other libraries (DALI's `device="gpu"`), and `.cuda()` of a module that holds nothing to
 move — torch's losses, parameter-free activations, dropout and pooling built with constant
@@ -174,7 +176,9 @@ that compares a runtime with TensorRT's name, `elif mode == TENSORRT:` or `if ru
 runs only on an NVIDIA GPU), and what
 follows an `if` / `elif` / `else` every arm of which imports one (a NeRF script's `if opt.tcnn: from
 nerf.network_tcnn import NeRFNetwork` / `else: from nerf.network import NeRFNetwork`, each built on the
-project's kernels); a module that imports a CUDA-only
+project's kernels), or otherwise guards what follows or leaves (AnimateDiff's `init_dist`: `set_device(local_rank)`
+for the "pytorch" and "slurm" launchers, `raise` for any other; not when one arm goes on without a GPU); a
+module that imports a CUDA-only
 library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d; also, for the importing module itself
 only, a GPU kernel language or GPU-only engine: Triton, TileLang, CUTLASS's CuTe DSL, Transformer Engine, vLLM,
 not the modules of the project that import it for one layer) or one of the project's own
@@ -599,7 +603,40 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
     guard = guards(ctx)
     return bool(reads) and all(_inspected(ctx, read, depth=1) or guard.is_guarded(read)
                                or _past_cuda_fallback(ctx, read) or _replaced_without_cuda(ctx, read)
-                               for read in reads)
+                               or _replaced_before(ctx, read) for read in reads)
+
+
+def _replaced_before(ctx: Context, read: cst.Attribute) -> bool:
+    """Is ``read`` (``args.device``) the target of an assignment, or read after an earlier statement of its block
+    (or of a block around it, in the same function) that replaces it where CUDA is missing (``if args.device ==
+    "cuda" and not torch.cuda.is_available(): args.device = "cpu"``, a few statements before
+    ``torch.device(args.device)``)?"""
+    if isinstance(ctx.parent(read), cst.AssignTarget):
+        return True  # `args.device = "cpu"`: a write
+    written = ctx.code(read)
+    check = guards(ctx)
+    child: cst.CSTNode = read
+    for anc in ctx.ancestors(read):
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+            body = list(anc.body)
+            at = next((i for i, stmt in enumerate(body) if stmt is child), 0)
+            for stmt in body[:at]:
+                if isinstance(stmt, cst.If) and _without_cuda(check, stmt.test) and any(
+                        ctx.code(t.target) == written for n in walk(stmt.body) if isinstance(n, cst.Assign)
+                        for t in n.targets):
+                    return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        child = anc
+    return False
+
+
+def _without_cuda(check: Guards, test: cst.BaseExpression) -> bool:
+    """Does ``test`` being true mean CUDA is missing (``not torch.cuda.is_available()``, also as a side of an
+    ``and``: ``args.device == "cuda" and not torch.cuda.is_available()``)?"""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _without_cuda(check, test.left) or _without_cuda(check, test.right)
+    return check.polarity(test) is Polarity.UNAVAILABLE
 
 
 def _replaced_without_cuda(ctx: Context, read: cst.Attribute) -> bool:

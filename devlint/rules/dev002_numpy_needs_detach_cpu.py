@@ -56,7 +56,8 @@ of the file (`show(model(x))` makes `t.numpy()` in `def show(t)` a finding; unsa
 pass other objects), the tensors of a moved module's
 `state_dict()`, and per branch (`out = out.cpu() if use_cuda else out` is on the CPU either way). The
 no-accelerator branch of a device check (`else:` of `if device == "cuda":`, the code after
-`if x.is_cuda: return ...`) is the CPU path: no GPU finding there.
+`if x.is_cuda: return ...`, the body of `if self.device == _CPU_DEVICE:` where every assignment of the file binds
+`_CPU_DEVICE = torch.device("cpu")`) is the CPU path: no GPU finding there.
 
 Not reported: values already passed through `.detach()` and `.cpu()` (in either order; `.to("cpu")` and
 `.to(cpu_device)`, a name or attribute every assignment of the file binds to the CPU, move as `.cpu()`
@@ -72,8 +73,8 @@ handed a model's output: nothing it returns requires grad), one that holds no pa
 wrapper of a custom autograd function: checked on torch 2.13, its output on a plain input does not require
 grad), or one whose `__init__` freezes its parameters (pytorch-fid's InceptionV3: `for param in
 self.parameters(): param.requires_grad = requires_grad`, the value `False` or a parameter defaulting to `False`
-that the construction does not pass); grad can then come from its inputs only), integer
-results (`.argmax()`,
+that the construction does not pass); grad can then come from its inputs only), casts
+(`.to(img.dtype)`, `.to(torch.float16)`: no move), integer results (`.argmax()`,
 `.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`), the branch of `x.numpy() if not use_cuda
 else x.cpu().numpy()` taken without CUDA, objects that are not
 torch tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
