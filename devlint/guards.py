@@ -102,6 +102,8 @@ class Guards:
         self._checked: frozenset[str] | None = None
         self._stops_at_import: bool | None = None
         self._cuda_only_flags: frozenset[str] | None = None
+        self._string_nodes: list[tuple[str, cst.SimpleString]] | None = None
+        self._in_config: dict[int, bool] = {}
         # a function of the project (by id, with the node) -> what its return implies
         self._returns: dict[int, tuple[cst.FunctionDef, Polarity]] = {}
         # a test module marked GPU-only, or a module that imports a CUDA-only library (TensorRT, PyCUDA, CuPy)
@@ -486,7 +488,7 @@ class Guards:
         """A function or class that declares itself GPU-only: by its name (``train_gpu``, ``CUDAAccelerator``)
         or a decorator; a class whose ``__init__`` sets the GPU up on every path; or, in a NCCL project, a
         function that runs a collective (NCCL takes CUDA tensors)."""
-        if devices.is_guard_text(node.name.value):
+        if devices.is_guard_text(node.name.value) and not self._named_in_config(node):
             return True
         if any(self._marks_cuda_only(d.decorator) for d in node.decorators):
             return True
@@ -513,6 +515,25 @@ class Guards:
                    and any(self.ctx.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
                            == "pytest.fixture" for d in stmt.decorators)
                    and self.requires_cuda(stmt, depth=1) for stmt in self.ctx.module.body)
+
+    def _named_in_config(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
+        """Does the file name the definition in a string outside any guard (the latent-diffusion template's
+        default callbacks: ``"cuda_callback": {"target": "main.CUDACallback"}``, built by name on the CPU path
+        too)? Its name then says nothing of where it runs."""
+        key = id(node)
+        if key not in self._in_config:
+            self._in_config[key] = False  # recursion (a string inside the definition itself): assume not
+            name = node.name.value
+            self._in_config[key] = any(text == name or text.endswith("." + name) for text, string in self._strings()
+                                       if not self.is_guarded(string, depth=0))
+        return self._in_config[key]
+
+    def _strings(self) -> list[tuple[str, cst.SimpleString]]:
+        if self._string_nodes is None:
+            self._string_nodes = [(text, s) for s in self.ctx.nodes(cst.SimpleString)
+                                  if (text := string_value(s)) is not None and text.isidentifier() is False
+                                  and "." in text and " " not in text]
+        return self._string_nodes
 
     def _runs_cuda_kernels(self, func: cst.FunctionDef) -> bool:
         """Does ``func`` call the project's CUDA kernels on every path: a statement of its body calls a getter
@@ -897,6 +918,10 @@ def _recovers(handler: cst.ExceptHandler) -> bool:
     without the result on purpose; not a handler that only logs or prints the error, skips to the next
     iteration (``except: continue``: every batch skipped without CUDA) or raises again?"""
     body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
+    last = body[-1] if body else None
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body \
+            and isinstance(last.body[-1], cst.Raise):
+        return False  # whatever it did first (a debugger, a checkpoint), the handler ends by raising again
     for stmt in body:
         small = stmt.body if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else None
         if small is None:

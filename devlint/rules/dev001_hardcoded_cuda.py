@@ -110,7 +110,8 @@ not when another file of the project imports it), code in a `try` whose handler 
 (`RuntimeError`, `AssertionError`, `AttributeError`, `Exception`, a bare `except`) and recovers: goes on
 without the result (`pass`, a `return`) or falls back (`model = model.float()`, a CPU retry); not a handler
 that only logs or prints the error, skips to the next iteration (`except: continue` around a validation
-batch's `.to("cuda")`: without CUDA every batch is skipped) or raises again, nor a
+batch's `.to("cuda")`: without CUDA every batch is skipped) or raises again (also after work of its own: `if
+opt.debug: pdb.post_mortem()` then `raise`), nor a
 `try: runner.train()` / `except Exception: logging.error(traceback.format_exc())` around the call of the
 function holding the line; the methods of a class every construction of which in the project is guarded
 (a trainer built only after the GPU is set up, also through a package's `from .trainers import *`; not a
@@ -120,7 +121,8 @@ that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") i
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
 overrides or makes only where CUDA is certain (calls through `from module import *` count; a call under
 `if torch.cuda.is_available():` may leave the default) or that the function only compares or hands to a
-torch query, the default of a function also bound to another name (`renderer = render_rays`: it is called
+torch query or reads only where CUDA is certain (past a first statement `import triton`), the default of a
+function also bound to another name (`renderer = render_rays`: it is called
 through that name, where its calls cannot all be found; also a class's `__init__` default when the class is,
 `runner_cls = TrainRunner if args.train else InferenceRunner`, `model_cls = {"nerf": NeRFModel, ...}[name]`), a
 dataclass or attrs field's default (`device:
@@ -161,7 +163,9 @@ it raises at construction; the methods of a `LightningLite` subclass every const
 from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
 function, the functions defined there after it and those only called from there; a class or function that
-declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too) or decorator (a test
+declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too; not one the file
+names in a string outside any guard, `"target": "main.CUDACallback"`: it is built by name on every path) or
+decorator (a test
 under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)` runs only when the whole
 condition is false, so with CUDA; not `skipif(not torch.cuda.is_available() and ...)`), a test that requests a
 pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
@@ -418,7 +422,8 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
                 continue
             param = ctx.parent(use.expr) if use.kind is UseKind.DEFAULT else _default_of(ctx, use.expr)
             if isinstance(param, cst.Param) and not (parameter_used_as_device(ctx, param)
-                                                      and relies_on_default(ctx, param)):
+                                                      and relies_on_default(ctx, param)
+                                                      and not _param_read_only_where_guarded(ctx, param)):
                 continue  # def f(device="cuda"): that never puts a tensor there, or whose every call passes one
             field = _field_default(ctx, use.expr)
             if field is not None and not field_relies_on_default(ctx, *field):
@@ -707,6 +712,17 @@ def _read_only_where_guarded(ctx: Context, value: cst.BaseExpression, depth: int
     if not reads or not all(_flows_where_guarded(ctx, read, depth) for read in reads):
         return False
     return scope is not None or ctx.project is None or not ctx.project.mentioned_elsewhere(name, ctx.path)
+
+
+def _param_read_only_where_guarded(ctx: Context, param: cst.Param) -> bool:
+    """Is the parameter read in its function only where CUDA is certain (after its first statement, ``import
+    triton``, made the rest of the body GPU-only)?"""
+    func = ctx.parent(ctx.parent(param))
+    name = param.name.value
+    reads = [n for n in ctx.nodes(cst.Name) if n.value == name and n is not param.name and not _binds(ctx, n)
+             and any(a is func for a in ctx.ancestors(n))]
+    guard = guards(ctx)
+    return bool(reads) and all(guard.is_guarded(n) for n in reads)
 
 
 def _binds(ctx: Context, name: cst.Name) -> bool:

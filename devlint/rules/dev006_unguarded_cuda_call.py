@@ -19,7 +19,7 @@ from devlint.lazy import LazyModule
 from devlint.project import call_sites, caller_words
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
 from devlint.rules.fixes import torch_name
-from devlint.screen import AstIndex, Scope
+from devlint.screen import AstIndex, Scope, dotted
 from devlint.screen import walk as ast_walk
 from devlint.source import split_lines
 
@@ -119,8 +119,10 @@ Not reported where the call only runs with a GPU (the guards DEV001 reads): insi
 conditional expression or `and` on such a test, the `else` of `if not torch.cuda.is_available():`, after an
 early exit (`if not torch.cuda.is_available(): sys.exit(...)`, `raise`, `assert torch.cuda.is_available()`),
 in a `try` whose handler catches the error and recovers (as DEV001 reads it: `pass`, a `return`, a fallback;
-not a handler that only logs, prints, skips or raises again), in a function or class named for the GPU (`cuda_timer`,
-`CudaGenerator`) or whose every call is guarded, in a GPU-only test (`@pytest.mark.skipif(not
+not a handler that only logs, prints, skips or raises again, also after work of its own), in a function or class
+named for the GPU (`cuda_timer`, `CudaGenerator`; not one the file names in a string outside any guard: the
+latent-diffusion template's `"target": "main.CUDACallback"` builds it on the CPU path too) or whose every call is
+guarded, in a GPU-only test (`@pytest.mark.skipif(not
 torch.cuda.is_available(), ...)`), after a NCCL process group starts or a launched rank's GPU is set
 (`torch.cuda.set_device(local_rank)`; not `set_device(0)`: the calls after a GPU picked by number are
 reported with it). And, beyond those guards, where the
@@ -137,7 +139,8 @@ asks whether there is a GPU (`torch.cuda.is_available()`, `torch.accelerator.is_
 `device_count()` compared with zero or tested as a truth value; not a question only printed or logged,
 `print("CUDA available:", torch.cuda.is_available())`), compares a device with `"cpu"` or `"mps"`,
 chooses `"cpu"` / `"mps"` (a branch of a conditional expression, a device variable, a `device="cpu"` parameter
-default, a `--device` option's default, a `"device"` config entry), or has a GPU option that can be turned
+default, a `--device` option's default, a `"device"` config entry, a flag set for the CPU, `cpu = True`), or has
+a GPU option that can be turned
 off (`--cpu`, `--no-cuda`, a `--cuda` switch: `action="store_true"` / `"store_false"`, a `True`, `False` or
 `None` default, so `--cuda False` is one of its values; not an option that keeps one part on the CPU,
 `--model-ema-force-cpu`, `--cpu-offload`), or a device option (`--device`, whatever its default:
@@ -442,7 +445,19 @@ def _device_agnostic(ctx: Context) -> bool:
         use = uses.use_of(literal)
         if use is not None and use.kind.loose:
             return True
+    if any(_chooses_cpu_flag(assign) for assign in ctx.nodes(cst.Assign)):
+        return True
     return any(_gpu_opt_in(name, option) for name, option in command_line_options(ctx).items())
+
+
+# A flag that says the run is on the CPU (the latent-diffusion template's `cpu = True` where no --gpus was given).
+_CPU_FLAGS = frozenset({"cpu", "use_cpu", "cpu_only", "on_cpu"})
+
+
+def _chooses_cpu_flag(assign: cst.Assign) -> bool:
+    """``cpu = True`` (``self.use_cpu = True``): a branch of the file runs on the CPU."""
+    return isinstance(assign.value, cst.Name) and assign.value.value == "True" and any(
+        (dotted_name(t.target) or "").rsplit(".", 1)[-1] in _CPU_FLAGS for t in assign.targets)
 
 
 def _screen_agnostic(index: AstIndex) -> bool:
@@ -454,8 +469,11 @@ def _screen_agnostic(index: AstIndex) -> bool:
             isinstance(call.func, ast.Attribute) and call.func.attr == devices.ARGPARSE_METHOD)
            for call in index.calls):
         return True
-    return any(isinstance(node, ast.Constant) and isinstance(node.value, str)
-               and any(device in node.value for device in _OTHER_DEVICES) for node in ast_walk(index.tree))
+    return any((isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and any(device in node.value for device in _OTHER_DEVICES))
+               or (isinstance(node, ast.Assign) and node.value.__class__ is ast.Constant
+                   and any((dotted(t) or "").rsplit(".", 1)[-1] in _CPU_FLAGS for t in node.targets))
+               for node in ast_walk(index.tree))
 
 
 # What a caller's file holds when :func:`_screen_agnostic` may say yes of it (as bytes).
