@@ -54,7 +54,8 @@ _TENSORRT = re.compile(r"^(?:\w+_)?(?:tensorrt|trt)$", re.IGNORECASE)
 _CUDA_TEXT = re.compile(r"cuda|gpu|nvidia", re.IGNORECASE)
 _OTHER_DEVICE = re.compile(r"(cpu|mps|meta|xpu|xla|tpu|npu)\b", re.IGNORECASE)
 # How many calls deep a function's summary ("returns only with CUDA") follows the project's functions: dinov2's
-# `setup(args)` -> `default_setup(args)` -> `distributed.enable()`, which starts NCCL, is three.
+# `setup_and_build_model(args)` -> `setup(args)` -> `default_setup(args)` -> `distributed.enable()`, which starts
+# NCCL, is four.
 SUMMARY_DEPTH = 4
 _SKIPS = {"skipif": Polarity.UNAVAILABLE, "skipIf": Polarity.UNAVAILABLE, "skip_if": Polarity.UNAVAILABLE,
           "skipUnless": Polarity.AVAILABLE, "skip_unless": Polarity.AVAILABLE}
@@ -524,15 +525,15 @@ class Guards:
         if key not in self._in_config:
             self._in_config[key] = False  # recursion (a string inside the definition itself): assume not
             name = node.name.value
-            self._in_config[key] = any(text == name or text.endswith("." + name) for text, string in self._strings()
+            self._in_config[key] = any(text.endswith("." + name) for text, string in self._dotted_strings()
                                        if not self.is_guarded(string, depth=0))
         return self._in_config[key]
 
-    def _strings(self) -> list[tuple[str, cst.SimpleString]]:
+    def _dotted_strings(self) -> list[tuple[str, cst.SimpleString]]:
+        """The file's strings that read as a dotted path (``"main.CUDACallback"``), with their nodes."""
         if self._string_nodes is None:
             self._string_nodes = [(text, s) for s in self.ctx.nodes(cst.SimpleString)
-                                  if (text := string_value(s)) is not None and text.isidentifier() is False
-                                  and "." in text and " " not in text]
+                                  if (text := string_value(s)) is not None and "." in text and " " not in text]
         return self._string_nodes
 
     def _runs_cuda_kernels(self, func: cst.FunctionDef) -> bool:

@@ -675,7 +675,7 @@ def _past_cuda_fallback(ctx: Context, read: cst.Attribute) -> bool:
         if isinstance(anc, cst.If) and child is anc.orelse and isinstance(anc.test, cst.BooleanOperation) \
                 and isinstance(anc.test.operator, cst.And):
             sides = (anc.test.left, anc.test.right)
-            if any(guards(ctx).polarity(side) is Polarity.UNAVAILABLE for side in sides) and any(
+            if _without_cuda(guards(ctx), anc.test) and any(
                     isinstance(side, cst.Comparison) and any(ctx.code(n) == written for n in walk(side)
                                                              if isinstance(n, cst.Attribute))
                     and "cuda" in (ctx.code(side)) for side in sides):
