@@ -574,8 +574,8 @@ class Guards:
         only ever called (not subclassed in the project, nor handed around as a value: a registry, a factory
         argument builds it where devlint cannot see); None otherwise."""
         project = self.ctx.project
-        if self.ctx.parent(cls) is not self.ctx.module or project is None \
-                or not project.only_called(cls.name.value, os.path.abspath(self.ctx.path)):
+        if self.ctx.parent(cls) is not self.ctx.module or project is None or not project.only_called(
+                cls.name.value, os.path.abspath(self.ctx.path), through_methods=not _builds_itself(cls)):
             return None
         return call_sites(self.ctx, cls)
 
@@ -1110,6 +1110,18 @@ def _collective_functions(ctx: Context) -> frozenset[cst.FunctionDef]:
             if func is not None:
                 found.add(func)
     return frozenset(found)
+
+
+def _builds_itself(cls: cst.ClassDef) -> bool:
+    """Does the class build instances of itself other than by its name (``cls(...)`` in a classmethod,
+    ``type(self)(...)``, ``self.__class__(...)``)? Such constructions are not found by name."""
+    for node in walk(cls):
+        if isinstance(node, cst.Call):
+            func = node.func
+            if (isinstance(func, cst.Name) and func.value == "cls") or dotted_name(func) == "self.__class__" \
+                    or (isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "type"):
+                return True
+    return False
 
 
 def _constant_device(call: cst.Call) -> bool:

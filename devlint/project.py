@@ -592,17 +592,22 @@ class Project:
         consulted."""
         return self._named_where_imported(name, home, self._values, _names_used_as_values)
 
-    def only_called(self, name: str, home: str) -> bool:
+    def only_called(self, name: str, home: str, through_methods: bool = False) -> bool:
         """Is ``name`` (a class of ``home``) only ever called, in ``home`` and in every file that imports it or
         star-imports a module: not a base class, an argument (``setup_run_config(config, RunConfig)``), a value
         bound or returned (a registry)? Type annotations and ``isinstance`` tests do not count. Then its
-        constructions are the calls devlint sees. Read over CPython's ``ast``; the files read are consulted."""
-        return not self._named_where_imported(name, home, self._uncalled, _names_used_uncalled)
+        constructions are the calls devlint sees. ``through_methods``: a method called through the class
+        (``Llama.build(...)``, a classmethod factory) counts as a call too (for a class that builds itself only
+        by its name, never through ``cls(...)``). Read over CPython's ``ast``; the files read are consulted."""
+        keys = (name,) if through_methods else (name, name + ".")
+        return not self._named_where_imported(name, home, self._uncalled, _names_used_uncalled, keys)
 
     def _named_where_imported(self, name: str, home: str, held: dict[str, frozenset[str] | None],
-                              reader: Callable[[bytes], frozenset[str] | None]) -> bool:
-        """Is ``name`` among the names ``reader`` finds (kept per file in ``held``) in ``home`` or in a file
-        that imports the name or star-imports a module? A file CPython cannot parse may: yes."""
+                              reader: Callable[[bytes], frozenset[str] | None],
+                              keys: tuple[str, ...] | None = None) -> bool:
+        """Is ``name`` (or one of ``keys``, the spellings ``reader`` gives it) among the names ``reader`` finds
+        (kept per file in ``held``) in ``home`` or in a file that imports the name or star-imports a module? A
+        file CPython cannot parse may: yes."""
         word = name.encode()
         imports = re.compile(rb"\bimport\b[^\n]*(?:\b" + re.escape(word) + rb"\b|\*)")
         for path in self.paths:
@@ -613,7 +618,7 @@ class Project:
             if path not in held:
                 held[path] = reader(data)
             names = held[path]
-            if names is None or name in names:
+            if names is None or any(key in names for key in keys or (name,)):
                 return True
         return False
 
@@ -810,8 +815,9 @@ def _calls_resolving_elsewhere(data: bytes | None) -> frozenset[str] | None:
 
 def _names_used_uncalled(data: bytes) -> frozenset[str] | None:
     """The names (``C``, and ``C`` of ``mod.C``) a file uses other than by calling them, annotating with them
-    or testing ``isinstance`` against them: a base class, an argument, a value bound, returned or stored.
-    None when CPython cannot parse it."""
+    or testing ``isinstance`` against them: a base class, an argument, a value bound, returned or stored; a
+    name a method is called through (``C.build(...)``, ``mod.f(...)``) as ``"C."``. None when CPython cannot
+    parse it."""
     import ast
 
     from devlint import screen
@@ -820,16 +826,19 @@ def _names_used_uncalled(data: bytes) -> frozenset[str] | None:
     if tree is None:
         return None
     quiet: set[int] = set()
+    receivers: set[int] = set()
     for node in screen.walk(tree):
         if isinstance(node, ast.Call):
             quiet.add(id(node.func))  # its own node only: `mod` of `mod.C(...)` is still a use
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                receivers.add(id(node.func.value))  # `C` of `C.build(...)`: kept apart, as "C."
         quiet.update(id(n) for part in _quiet_parts(node) for n in ast.walk(part))
     found: set[str] = set()
     for node in screen.walk(tree):
         if id(node) in quiet:
             continue
         if isinstance(node, ast.Name):
-            found.add(node.id)
+            found.add(node.id + "." if id(node) in receivers else node.id)
         elif isinstance(node, ast.Attribute):
             found.add(node.attr)
     return frozenset(found)
