@@ -26,9 +26,10 @@ else:
     cst = LazyModule("libcst", globals(), "cst")
 
 # Methods whose result cannot require grad (integer/bool results), device kept.
-NON_DIFFERENTIABLE = frozenset({
+NON_DIFFERENTIABLE = frozenset({  # each checked on torch 2.13: the result of a tensor that requires grad does not
+    # (not sign() or unique(): their results still require grad)
     "argmax", "argmin", "argsort", "long", "int", "bool", "byte", "short", "eq", "ne", "lt", "gt", "le", "ge",
-    "sign", "nonzero", "isnan", "isinf", "isfinite", "topk_indices", "unique",
+    "nonzero", "isnan", "isinf", "isfinite", "topk_indices",
 })
 # Methods (and attributes) that leave the tensor world.
 NOT_TENSOR = frozenset({
@@ -740,8 +741,8 @@ class Provenance:
                 out = Val("tensor")  # a tensor of its arguments' unknown grad and device
             if out is not None:
                 out = replace(out, torch=True, output=qn.startswith(devices.OBJECT_APIS))
-                if no_grad:
-                    out = replace(out, grad=None, nograd=True)
+                if no_grad or (len(parts) == 2 and parts[1] in NON_DIFFERENTIABLE):
+                    out = replace(out, grad=None, nograd=True)  # torch.argmax(q, 1): integers carry no grad
             return out
         return None
 

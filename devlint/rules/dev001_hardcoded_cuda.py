@@ -79,7 +79,7 @@ variable that is used as a device, passed as `device=`, to `.to(...)` or to `tor
 under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else "cpu")`, or assigned to a
 name the next statement replaces without CUDA, `device = args.device` / `if not torch.cuda.is_available():
 device = "cpu"`, or read after an earlier statement replaced it so, `if args.device == "cuda" and not
-torch.cuda.is_available(): args.device = "cpu"`), a
+torch.cuda.is_available(): args.device = "cpu"`, also an `elif` of a chain that tries mps first), a
 `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on and some call relies on: `device="cuda"` or
 `device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads), and `.cuda()` calls.
@@ -615,7 +615,7 @@ def _replaced_before(ctx: Context, read: cst.Attribute) -> bool:
     """Is ``read`` (``args.device``) the target of an assignment, or read after an earlier statement of its block
     (or of a block around it, in the same function) that replaces it where CUDA is missing (``if args.device ==
     "cuda" and not torch.cuda.is_available(): args.device = "cpu"``, a few statements before
-    ``torch.device(args.device)``)?"""
+    ``torch.device(args.device)``; also an ``elif`` of a chain that tries mps first)?"""
     if isinstance(ctx.parent(read), cst.AssignTarget):
         return True  # `args.device = "cpu"`: a write
     written = ctx.code(read)
@@ -626,10 +626,13 @@ def _replaced_before(ctx: Context, read: cst.Attribute) -> bool:
             body = list(anc.body)
             at = next((i for i, stmt in enumerate(body) if stmt is child), 0)
             for stmt in body[:at]:
-                if isinstance(stmt, cst.If) and _without_cuda(check, stmt.test) and any(
-                        ctx.code(t.target) == written for n in walk(stmt.body) if isinstance(n, cst.Assign)
-                        for t in n.targets):
-                    return True
+                arm: cst.CSTNode | None = stmt
+                while isinstance(arm, cst.If):  # `if mps: ... elif not torch.cuda.is_available(): args.device = ...`
+                    if _without_cuda(check, arm.test) and any(
+                            ctx.code(t.target) == written for n in walk(arm.body) if isinstance(n, cst.Assign)
+                            for t in n.targets):
+                        return True
+                    arm = arm.orelse
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return False
         child = anc

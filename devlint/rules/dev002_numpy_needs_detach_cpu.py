@@ -74,8 +74,9 @@ wrapper of a custom autograd function: checked on torch 2.13, its output on a pl
 grad), or one whose `__init__` freezes its parameters (pytorch-fid's InceptionV3: `for param in
 self.parameters(): param.requires_grad = requires_grad`, the value `False` or a parameter defaulting to `False`
 that the construction does not pass); grad can then come from its inputs only), casts
-(`.to(img.dtype)`, `.to(torch.float16)`: no move), integer results (`.argmax()`,
-`.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`), the branch of `x.numpy() if not use_cuda
+(`.to(img.dtype)`, `.to(torch.float16)`: no move), integer results (`.argmax()`, `torch.argmax(q, dim=1)`,
+`.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`; not `.sign()` or `torch.unique`, whose results
+still require grad on torch 2.13), the branch of `x.numpy() if not use_cuda
 else x.cpu().numpy()` taken without CUDA, objects that are not
 torch tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
 parameters with no evidence: precision beats recall here.
