@@ -723,15 +723,9 @@ def _param_read_only_where_guarded(ctx: Context, param: cst.Param) -> bool:
     func = ctx.parent(ctx.parent(param))
     name = param.name.value
     reads = [n for n in ctx.nodes(cst.Name) if n.value == name and n is not param.name and not _binds(ctx, n)
-             and not _attribute_part(ctx, n) and any(a is func for a in ctx.ancestors(n))]
+             and not _is_target(ctx, n) and any(a is func for a in ctx.ancestors(n))]
     guard = guards(ctx)
     return bool(reads) and all(guard.is_guarded(n) for n in reads)
-
-
-def _attribute_part(ctx: Context, name: cst.Name) -> bool:
-    """The ``device`` of ``torch.device`` or ``x.device``: an attribute's name, no variable."""
-    parent = ctx.parent(name)
-    return isinstance(parent, cst.Attribute) and parent.attr is name
 
 
 def _binds(ctx: Context, name: cst.Name) -> bool:
