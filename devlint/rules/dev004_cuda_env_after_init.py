@@ -123,8 +123,8 @@ kernel after changing it; the fix moves the write into the cell that imports tor
     INVALID = (
         Invalid(
             'import os\nimport torch\n\nprint(torch.cuda.device_count())\n'
-            'os.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # too late: still sees every GPU\n',
-            fixed='import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # too late: still sees every GPU\n'
+            'os.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # GPUs 1 and 2 only\n',
+            fixed='import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "1,2"  # GPUs 1 and 2 only\n'
                   'import torch\n\nprint(torch.cuda.device_count())\n',
             doc=True,
         ),
