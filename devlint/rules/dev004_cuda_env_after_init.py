@@ -58,8 +58,13 @@ A function of the linted tree that certainly initialises CUDA counts as the CUDA
 body calls `torch.cuda.device_count()` on no branch and after no `return` (directly, or through at most two
 more such functions, across the project's modules), called before the write on every path to it: earlier in
 the same flow (`setup(); configure_env()`, `self.prepare(); self.select()`), at the module's top level
-(`N_GPUS = gpu_count()`), or in `__init__` for a write in another method. A call in a branch, a loop's body, a
-handler or a nested function may not run, and is not counted. The initialising calls are
+(`N_GPUS = gpu_count()`), or in `__init__` for a write in another method; and the same at the top level of a
+module of the project the file imports by absolute name at its top, before the write (WeNet's `from
+wenet.utils.common import TORCH_NPU_AVAILABLE`, whose module runs `TORCH_NPU_AVAILABLE = is_torch_npu_available()`:
+one import deep). A call in a branch, a loop's body, a handler or a nested function may not run, and is not
+counted; except in the handler of a `try` that only imports an optional package (`try: import torch_npu` /
+`except ImportError:`), which runs wherever the package is missing, as on a CUDA machine. The initialising
+calls are
 `torch.cuda.device_count()`, `torch.cuda.is_available()`, `torch.cuda.init()`, `torch.cuda.set_device()`
 and other `torch.cuda` queries, `.cuda()`, or creating a CUDA tensor.
 
@@ -148,7 +153,7 @@ kernel after changing it; the fix moves the write into the cell that imports tor
             init_ctx, init = ctx, self._init_before(ctx, node, first_init) if first_init else None
             via: _Via | None = None
             if init is None:
-                found = _summarised_init(ctx, node) or _caller_init(ctx, node)
+                found = _summarised_init(ctx, node) or _caller_init(ctx, node) or _imported_init(ctx, node)
                 if found is None:
                     continue
                 init_ctx, init, via = found
@@ -445,6 +450,57 @@ def _module_summarised_init(ctx: Context, flow: cst.FunctionDef) -> tuple[Contex
     return None
 
 
+def _imported_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call, _Via | None] | None:
+    """CUDA initialised when the file imported a module of the project at its top, before ``node`` (a write in a
+    function runs after every import of its module), whose own top level certainly initialises it: WeNet's
+    ``from wenet.utils.common import TORCH_NPU_AVAILABLE``, where common.py runs ``TORCH_NPU_AVAILABLE =
+    is_torch_npu_available()``, which asks ``torch.cuda.is_available()`` where torch_npu is missing. One
+    import deep; absolute imports only."""
+    project = ctx.project
+    if project is None:
+        return None
+    top = next((a for a in [node, *ctx.ancestors(node)] if ctx.parent(a) is ctx.module), None) \
+        if ctx.enclosing_function(node) is None else None  # the module's statement holding a write at its top
+    for stmt in ctx.module.body:
+        if top is not None and ctx.order[stmt] >= ctx.order[top]:
+            break
+        for module in _absolute_imports(ctx, stmt):
+            path = project.module_file(module, ctx.path)
+            other = project.context(path) if path is not None else None
+            if other is not None and other is not ctx:
+                found = _top_init(other)
+                if found is not None:
+                    return found[0], found[1], None
+    return None
+
+
+def _absolute_imports(ctx: Context, stmt: cst.CSTNode) -> list[str]:
+    """The modules a top-level statement imports by absolute name (``import a.b``, ``from a.b import c``)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    found: list[str] = []
+    for small in stmt.body:
+        if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+            found.append(ctx.code(small.module))
+        elif isinstance(small, cst.Import):
+            found.extend(ctx.code(alias.name) for alias in small.names)
+    return found
+
+
+def _top_init(ctx: Context) -> tuple[Context, cst.Call] | None:
+    """The call of the module's top level that certainly initialises CUDA when the module is imported."""
+    for call in _summaries(ctx).flows.get(None, []):
+        top = _top_statement(ctx, call)
+        if top is None or not _runs_before(ctx, call, top, unconditional=True):
+            continue
+        if ctx.imports_torch and CudaEnvAfterInit._initialises_cuda(ctx, call):
+            return ctx, call
+        found = _callee_init(ctx, call, _SUMMARY_DEPTH)
+        if found is not None:
+            return found
+    return None
+
+
 def _callee_init(ctx: Context, call: cst.Call, depth: int) -> tuple[Context, cst.Call] | None:
     """The CUDA call that certainly runs when the function of the linted tree that ``call`` calls returns."""
     summaries = _summaries(ctx)
@@ -470,7 +526,8 @@ def _entry_init(ctx: Context, func: cst.FunctionDef, depth: int) -> tuple[Contex
     found: tuple[Context, cst.Call] | None = None
     exits = [n for kind in (cst.Return, cst.Raise) for n in ctx.nodes(kind) if ctx.enclosing_function(n) is func]
     for call in summaries.flows.get(func, []):
-        if any(ctx.order[e] < ctx.order[call] and not any(a is e for a in ctx.ancestors(call)) for e in exits):
+        if any(ctx.order[e] < ctx.order[call] and not any(a is e for a in ctx.ancestors(call))
+               and not _handler_skips(ctx, e, call) for e in exits):
             break  # after a return or raise: it may not run (``return torch.cuda.device_count()`` runs)
         if not _runs_before(ctx, call, func, unconditional=True):
             continue
@@ -489,18 +546,47 @@ def _runs_before(ctx: Context, call: cst.Call, node: cst.CSTNode, unconditional:
     ``unconditional``, whenever ``node`` (the function, or the statement holding it) runs?
 
     It may sit in the test of an ``if``/``while`` or a conditional expression, the left side of
-    ``and``/``or``, what a ``for`` loops over, a ``with``, the body of a ``try``; not in a branch, a loop's
-    body, a handler, a comprehension, a lambda or a nested function."""
+    ``and``/``or``, what a ``for`` loops over, a ``with``, the body of a ``try``, or the handler of a ``try``
+    that only imports an optional package (``try: import torch_npu`` / ``except ImportError:``: where it is
+    missing, as on a CUDA machine, the handler runs); not in a branch, a loop's body, another handler, a
+    comprehension, a lambda or a nested function."""
     around = {id(a) for a in ctx.ancestors(node)} | {id(node)}
     child: cst.CSTNode = call
     for anc in ctx.ancestors(call):
         if anc is node or (id(anc) in around and not unconditional):
             return True
         kind = type(anc).__name__
-        if kind in _CLOSED or (kind in _RUNS_FIRST and getattr(anc, _RUNS_FIRST[kind]) is not child):
+        if kind in _CLOSED or (kind in _RUNS_FIRST and getattr(anc, _RUNS_FIRST[kind]) is not child
+                               and not _missing_import_handler(anc, child)):
             return False
         child = anc
     return False
+
+
+def _handler_skips(ctx: Context, exit_node: cst.CSTNode, call: cst.Call) -> bool:
+    """Is ``exit_node`` (``return True`` after ``import torch_npu``) in the body of a ``try`` whose
+    missing-import handler holds ``call``? Where the handler runs, that return was not reached."""
+    child: cst.CSTNode = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Try) and _missing_import_handler(anc, child):
+            return any(a is anc.body for a in ctx.ancestors(exit_node))
+        child = anc
+    return False
+
+
+def _missing_import_handler(node: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Is ``child`` the ``except ImportError:`` (``ModuleNotFoundError``) handler of the ``try`` ``node``, whose
+    body only imports (``return True`` after the import aside)?"""
+    if not isinstance(node, cst.Try) or not isinstance(child, cst.ExceptHandler) or child not in node.handlers:
+        return False
+    kind = child.type
+    if not (isinstance(kind, cst.Name) and kind.value in ("ImportError", "ModuleNotFoundError")):
+        return False
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
+    smalls = [small for stmt in body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body]
+    return len(smalls) == sum(isinstance(stmt, cst.SimpleStatementLine) for stmt in body) and any(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in smalls) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom, cst.Return)) for small in smalls)
 
 
 # the part of a compound node that runs whenever the node runs (anything else of it may not run)
