@@ -158,7 +158,8 @@ class DeviceUses:
         if arg.keyword is None or arg.keyword.value != devices.ARGPARSE_KEYWORD or not isinstance(func, cst.Attribute):
             return None
         options = [string_value(a.value) for a in call.args if a.keyword is None]
-        if devices.is_argparse_device(func.attr.value, options):
+        if devices.is_argparse_device(func.attr.value, options) and (
+                func.attr.value == devices.ARGPARSE_METHOD or self.ctx.qualname(func) == devices.CLICK_OPTION):
             return DeviceUse(UseKind.ARGPARSE, expr)
         return None
 

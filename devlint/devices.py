@@ -244,9 +244,13 @@ def call_position(qualname: str | None, method: str | None, index: int | None, k
     return None
 
 
+CLICK_OPTION = "click.option"
+
+
 def is_argparse_device(method: str, option_strings: list[str | None]) -> bool:
-    """``parser.add_argument("--device", default=...)``: is this an argparse option for a device?"""
-    return method == ARGPARSE_METHOD and any("device" in (o or "") for o in option_strings)
+    """``parser.add_argument("--device", default=...)`` (or ``@click.option("--device", default=...)``, its
+    method ``option``): is this a command-line option for a device?"""
+    return method in (ARGPARSE_METHOD, "option") and any("device" in (o or "") for o in option_strings)
 
 
 def position_triggers() -> tuple[re.Pattern[bytes], ...]:

@@ -75,7 +75,9 @@ class HardcodedCuda(Rule):
     doc_what = '''
 Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used as a device (assigned to a
 variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
-`argparse` `--device` default (unless the option is only compared, spliced into `f"cuda:{...}"` or read
+`argparse` `--device` default (also a `@click.option("--device", default="cuda")`, unless the command reads
+its parameter only where CUDA is certain, `device if torch.cuda.is_available() else "cpu"`; unless the option
+is only compared, spliced into `f"cuda:{...}"` or read
 under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else "cpu")`, or assigned to a
 name the next statement replaces without CUDA, `device = args.device` / `if not torch.cuda.is_available():
 device = "cpu"`, or read after an earlier statement replaced it so, `if args.device == "cuda" and not
@@ -428,6 +430,10 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
             field = _field_default(ctx, use.expr)
             if field is not None and not field_relies_on_default(ctx, *field):
                 continue  # device: torch.device = attr.ib(default=torch.device("cuda")), passed by every caller
+            option_param = _click_parameter(ctx, use.expr) if use.kind is UseKind.ARGPARSE else None
+            if option_param is not None and (not parameter_used_as_device(ctx, option_param)
+                                             or _param_read_only_where_guarded(ctx, option_param)):
+                continue  # @click.option("--device", default="cuda") read by the command only where CUDA is certain
             if use.kind is UseKind.ARGPARSE and _option_only_inspected(ctx, ctx.parent(use.expr)):
                 continue  # --device cuda:0 only compared with "cpu" and spliced into f"cuda:{...}"
             if use.kind is UseKind.ASSIGN and _read_only_where_guarded(ctx, use.expr):
@@ -717,15 +723,54 @@ def _read_only_where_guarded(ctx: Context, value: cst.BaseExpression, depth: int
     return scope is not None or ctx.project is None or not ctx.project.mentioned_elsewhere(name, ctx.path)
 
 
+def _click_parameter(ctx: Context, default: cst.BaseExpression) -> cst.Param | None:
+    """The parameter of the command a ``@click.option("--device", default=...)`` decorates that receives it
+    (named by the option's explicit name, else its longest flag: ``--device`` -> ``device``)."""
+    arg = ctx.parent(default)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    decorator = ctx.parent(call) if isinstance(call, cst.Call) else None
+    func = ctx.parent(decorator) if isinstance(decorator, cst.Decorator) else None
+    if not isinstance(call, cst.Call) or not isinstance(func, cst.FunctionDef) \
+            or ctx.qualname(call.func) != devices.CLICK_OPTION:
+        return None
+    names = [string_value(a.value) or "" for a in call.args if a.keyword is None]
+    plain = [n for n in names if n.isidentifier()]
+    flags = sorted((n for n in names if n.startswith("-")), key=len, reverse=True)
+    name = plain[0] if plain else (flags[0].lstrip("-").replace("-", "_").lower() if flags else "")
+    params = [*func.params.posonly_params, *func.params.params, *func.params.kwonly_params]
+    return next((p for p in params if p.name.value == name), None)
+
+
 def _param_read_only_where_guarded(ctx: Context, param: cst.Param) -> bool:
     """Is the parameter read in its function only where CUDA is certain (after its first statement, ``import
     triton``, made the rest of the body GPU-only)?"""
     func = ctx.parent(ctx.parent(param))
     name = param.name.value
+    rebound = _rebinding(ctx, func, name)  # reads after it are of the new value
     reads = [n for n in ctx.nodes(cst.Name) if n.value == name and n is not param.name and not _binds(ctx, n)
-             and not _is_target(ctx, n) and any(a is func for a in ctx.ancestors(n))]
+             and not _is_target(ctx, n) and any(a is func for a in ctx.ancestors(n))
+             and (rebound is None or ctx.order[n] <= ctx.order[rebound]
+                  or any(a is rebound for a in ctx.ancestors(n)))]
     guard = guards(ctx)
-    return bool(reads) and all(guard.is_guarded(n) for n in reads)
+    return bool(reads) and all(guard.is_guarded(n) or _checked_arm(ctx, guard, n) for n in reads)
+
+
+def _rebinding(ctx: Context, func: cst.CSTNode | None, name: str) -> cst.CSTNode | None:
+    """The first statement of ``func``'s body that assigns ``name`` anew, unconditionally (``device =
+    torch.device(device if ok else "cpu")``)."""
+    body = func.body.body if isinstance(func, cst.FunctionDef) and isinstance(func.body, cst.IndentedBlock) else []
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                      for t in small.targets) for small in stmt.body):
+            return stmt
+    return None
+
+
+def _checked_arm(ctx: Context, guard: Guards, read: cst.Name) -> bool:
+    """``device if torch.cuda.is_available() else "cpu"``: the read is the arm taken only with CUDA."""
+    parent = ctx.parent(read)
+    return isinstance(parent, cst.IfExp) and parent.body is read and guard.polarity(parent.test) is Polarity.AVAILABLE
 
 
 def _binds(ctx: Context, name: cst.Name) -> bool:
