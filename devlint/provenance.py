@@ -48,6 +48,10 @@ MODULE_ROOTS = devices.MODULE_ROOTS
 MODULE_FACTORIES_SUFFIX = devices.MODULE_FACTORIES_SUFFIX
 
 
+# What a pretrained package loads that holds no parameters (AutoTokenizer.from_pretrained, CLIPProcessor, a
+# feature extractor): it counts as a module (DEV008: its output may be no tensor), but its tensors (token ids,
+# pixel values computed in NumPy) never require grad.
+_PREPROCESSOR = re.compile(r"\w*(Tokenizer(Fast)?|Processor|FeatureExtractor)")
 # Modules with no parameters: their output requires grad only if their input does.
 _PARAMETERLESS = re.compile(
     r"((Zero|Reflection|Replication|Constant|Circular)Pad[123]d|(Max|Avg|AdaptiveMax|AdaptiveAvg|LP|FractionalMax)"
@@ -732,7 +736,9 @@ class Provenance:
             return Val("tensor", None if frozen else "an nn.Parameter", first.gpu if first else None, torch=True,
                        nograd=frozen, cpu=first is not None and first.cpu)
         if self._is_module_factory(qn, parts):
-            return Val("module", params=not _PARAMETERLESS.fullmatch(parts[-1]), torch=True,
+            preprocessor = len(parts) >= 2 and _PREPROCESSOR.fullmatch(parts[-2]) is not None
+            params = not (_PARAMETERLESS.fullmatch(parts[-1]) or preprocessor)
+            return Val("module", params=params, torch=True,
                        cpu=not self.default_device and not qn.endswith(MODULE_FACTORIES_SUFFIX))
         if parts[0] == "torch" and qn not in NO_GRAD_CONTEXTS:
             elements = list(self._list_elements(call, env, no_grad))

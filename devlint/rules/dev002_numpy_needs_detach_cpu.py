@@ -73,7 +73,9 @@ handed a model's output: nothing it returns requires grad), one that holds no pa
 wrapper of a custom autograd function: checked on torch 2.13, its output on a plain input does not require
 grad), or one whose `__init__` freezes its parameters (pytorch-fid's InceptionV3: `for param in
 self.parameters(): param.requires_grad = requires_grad`, the value `False` or a parameter defaulting to `False`
-that the construction does not pass); grad can then come from its inputs only), casts
+that the construction does not pass); grad can then come from its inputs only), the outputs of a
+tokenizer, processor or feature extractor loaded with `from_pretrained` (token ids and pixel values: it holds no
+parameters), casts
 (`.to(img.dtype)`, `.to(torch.float16)`: no move), integer results (`.argmax()`, `torch.argmax(q, dim=1)`,
 `.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`; not `.sign()` or `torch.unique`, whose results
 still require grad on torch 2.13), the branch of `x.numpy() if not use_cuda
