@@ -42,6 +42,12 @@ def dotted_name(node: cst.BaseExpression | None) -> str | None:
     return None
 
 
+def decorator_target(decorator: cst.Decorator) -> cst.BaseExpression:
+    """What a decorator names: ``pytest.fixture`` of ``@pytest.fixture`` and of ``@pytest.fixture(scope=...)``."""
+    expr = decorator.decorator
+    return expr.func if isinstance(expr, cst.Call) else expr
+
+
 def own_method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
     """The method ``name`` defined in the body of ``cls`` itself (not inherited), or None."""
     body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.analysis import command_line_option, command_line_options
-from devlint.context import Context, children, dotted_name, own_method, string_value
+from devlint.context import Context, children, decorator_target, dotted_name, own_method, string_value
 from devlint.lazy import LazyModule
 from devlint.project import (
     call_sites,
@@ -513,8 +513,7 @@ class Guards:
         if not requested or not func.name.value.startswith("test"):
             return False
         return any(isinstance(stmt, cst.FunctionDef) and stmt.name.value in requested and stmt is not func
-                   and any(self.ctx.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
-                           == "pytest.fixture" for d in stmt.decorators)
+                   and any(self.ctx.qualname(decorator_target(d)) == "pytest.fixture" for d in stmt.decorators)
                    and self.requires_cuda(stmt, depth=1) for stmt in self.ctx.module.body)
 
     def _named_in_config(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
@@ -557,7 +556,7 @@ class Guards:
             return False
         other, getter = found
         modules = [module for node in walk(getter) if isinstance(node, (cst.Import, cst.ImportFrom))
-                   for module in _imported_modules(node)]
+                   for module in imported_modules(node)]
         project = other.project
         return bool(modules) and project is not None and all(
             project.imports_cuda_only([module], other.path) for module in modules)
@@ -645,7 +644,7 @@ class Guards:
         for small in stmt.body:
             if not isinstance(small, (cst.Import, cst.ImportFrom)):
                 continue
-            for module in _imported_modules(small):
+            for module in imported_modules(small):
                 if not module.startswith(".") and (devices.cuda_only_library(module)
                                                    or devices.gpu_kernel_library(module)):
                     return True
@@ -1129,7 +1128,7 @@ def _constant_device(call: cst.Call) -> bool:
     return bool(call.args) and isinstance(call.args[0].value, cst.Integer)
 
 
-def _imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:
+def imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:
     """The modules an import statement imports, relative ones as written (``from .backend import _backend``:
     ``.backend``), as :meth:`Project.imports_cuda_only` takes them."""
     if isinstance(stmt, cst.Import):

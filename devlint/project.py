@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from devlint import devices
-from devlint.context import Context, dotted_name
+from devlint.context import Context, decorator_target, dotted_name
 from devlint.lazy import LazyModule
 from devlint.source import LIBCST_MAX_BYTES
 
@@ -1074,8 +1074,8 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
     func = ctx.parent(ctx.parent(param))
     if not isinstance(func, cst.FunctionDef):
         return True
-    if any((dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
-           .split(".")[-1] in ("command", "main", "group") for d in func.decorators):
+    if any((dotted_name(decorator_target(d)) or "").split(".")[-1] in ("command", "main", "group")
+           for d in func.decorators):
         return True  # a CLI command: its defaults are what users get
     index, is_method = _position(ctx, func, param)
     sites = call_sites(ctx, func)

@@ -17,7 +17,7 @@ from devlint.analysis import (
     parameterless_module,
 )
 from devlint.bindings import device_name_at
-from devlint.context import Context, dotted_name, string_value
+from devlint.context import Context, decorator_target, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
 from devlint.guards import Guards, Polarity, guards, walk
@@ -567,8 +567,7 @@ def _field_default(ctx: Context, expr: cst.BaseExpression) -> tuple[cst.ClassDef
     line = ctx.parent(parent)
     cls = ctx.parent(ctx.parent(line)) if line is not None else None
     if not isinstance(cls, cst.ClassDef) or not any(
-            (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
-            .split(".")[-1] in _FIELD_CLASSES for d in cls.decorators):
+            (dotted_name(decorator_target(d)) or "").split(".")[-1] in _FIELD_CLASSES for d in cls.decorators):
         return None
     names = [name for s in cls.body.body if isinstance(s, cst.SimpleStatementLine)
              for name in [_field_name(s)] if name is not None]
@@ -634,9 +633,7 @@ def _replaced_before(ctx: Context, read: cst.Attribute) -> bool:
             for stmt in body[:at]:
                 arm: cst.CSTNode | None = stmt
                 while isinstance(arm, cst.If):  # `if mps: ... elif not torch.cuda.is_available(): args.device = ...`
-                    if _without_cuda(check, arm.test) and any(
-                            ctx.code(t.target) == written for n in walk(arm.body) if isinstance(n, cst.Assign)
-                            for t in n.targets):
+                    if _without_cuda(check, arm.test) and _assigns(ctx, arm.body, written):
                         return True
                     arm = arm.orelse
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
@@ -670,8 +667,12 @@ def _replaced_without_cuda(ctx: Context, read: cst.Attribute) -> bool:
     after = body[at] if at < len(body) else None
     if not isinstance(after, cst.If) or guards(ctx).polarity(after.test) is not Polarity.UNAVAILABLE:
         return False
-    return any(isinstance(t.target, cst.Name) and t.target.value == name
-               for n in walk(after.body) if isinstance(n, cst.Assign) for t in n.targets)
+    return _assigns(ctx, after.body, name)
+
+
+def _assigns(ctx: Context, body: cst.BaseSuite, written: str) -> bool:
+    """Does an assignment in ``body`` write ``written`` (``device``, ``args.device``)?"""
+    return any(ctx.code(t.target) == written for n in walk(body) if isinstance(n, cst.Assign) for t in n.targets)
 
 
 def _past_cuda_fallback(ctx: Context, read: cst.Attribute) -> bool:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from devlint import devices
 from devlint.context import Context, own_method, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
+from devlint.guards import imported_modules
 from devlint.lazy import LazyModule
 from devlint.project import call_sites, callee
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
@@ -464,7 +465,7 @@ def _imported_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call, 
     for stmt in ctx.module.body:
         if top is not None and ctx.order[stmt] >= ctx.order[top]:
             break
-        for module in _absolute_imports(ctx, stmt):
+        for module in _absolute_imports(stmt):
             path = project.module_file(module, ctx.path)
             other = project.context(path) if path is not None else None
             if other is not None and other is not ctx:
@@ -474,17 +475,12 @@ def _imported_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call, 
     return None
 
 
-def _absolute_imports(ctx: Context, stmt: cst.CSTNode) -> list[str]:
+def _absolute_imports(stmt: cst.CSTNode) -> list[str]:
     """The modules a top-level statement imports by absolute name (``import a.b``, ``from a.b import c``)."""
     if not isinstance(stmt, cst.SimpleStatementLine):
         return []
-    found: list[str] = []
-    for small in stmt.body:
-        if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
-            found.append(ctx.code(small.module))
-        elif isinstance(small, cst.Import):
-            found.extend(ctx.code(alias.name) for alias in small.names)
-    return found
+    return [module for small in stmt.body if isinstance(small, (cst.Import, cst.ImportFrom))
+            for module in imported_modules(small) if module and not module.startswith(".")]
 
 
 def _top_init(ctx: Context) -> tuple[Context, cst.Call] | None:
@@ -577,15 +573,18 @@ def _handler_skips(ctx: Context, exit_node: cst.CSTNode, call: cst.Call) -> bool
 def _missing_import_handler(node: cst.CSTNode, child: cst.CSTNode) -> bool:
     """Is ``child`` the ``except ImportError:`` (``ModuleNotFoundError``) handler of the ``try`` ``node``, whose
     body only imports (``return True`` after the import aside)?"""
-    if not isinstance(node, cst.Try) or not isinstance(child, cst.ExceptHandler) or child not in node.handlers:
+    if not isinstance(node, cst.Try) or not isinstance(child, cst.ExceptHandler) \
+            or not any(h is child for h in node.handlers):
         return False
     kind = child.type
     if not (isinstance(kind, cst.Name) and kind.value in ("ImportError", "ModuleNotFoundError")):
         return False
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
-    smalls = [small for stmt in body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body]
-    return len(smalls) == sum(isinstance(stmt, cst.SimpleStatementLine) for stmt in body) and any(
-        isinstance(small, (cst.Import, cst.ImportFrom)) for small in smalls) and all(
+    lines = [stmt for stmt in body if isinstance(stmt, cst.SimpleStatementLine)]
+    if len(lines) != len(body) or any(len(line.body) != 1 for line in lines):
+        return False  # a compound statement in the try: more than an import (and one statement a line)
+    smalls = [line.body[0] for line in lines]
+    return any(isinstance(small, (cst.Import, cst.ImportFrom)) for small in smalls) and all(
         isinstance(small, (cst.Import, cst.ImportFrom, cst.Return)) for small in smalls)
 
 

@@ -471,7 +471,7 @@ def _screen_agnostic(index: AstIndex) -> bool:
         return True
     return any((isinstance(node, ast.Constant) and isinstance(node.value, str)
                 and any(device in node.value for device in _OTHER_DEVICES))
-               or (isinstance(node, ast.Assign) and node.value.__class__ is ast.Constant
+               or (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
                    and any((dotted(t) or "").rsplit(".", 1)[-1] in _CPU_FLAGS for t in node.targets))
                for node in ast_walk(index.tree))
 
