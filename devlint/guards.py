@@ -237,10 +237,12 @@ class Guards:
         return Polarity.NONE
 
     def _nccl(self) -> bool:
-        """Does this file, or the project, run a NCCL process group?"""
-        if self.ctx.project is not None and self.ctx.project.nccl:
-            return True
-        return self.ctx.text is not None and re.search(r"""["']nccl["']""", self.ctx.text, re.IGNORECASE) is not None
+        """Does the project (a file linted alone: the file) run a NCCL process group, or leave starting it to a
+        launcher library (:attr:`Project.nccl`)?"""
+        if self.ctx.project is not None:
+            return self.ctx.project.nccl
+        return self.ctx.text is not None and (re.search(r"""["']nccl["']""", self.ctx.text, re.IGNORECASE) is not None
+                                              or "init_process_group" not in self.ctx.text)
 
     def _world_size_polarity(self, left: cst.BaseExpression, op: cst.BaseCompOp,
                              right: cst.BaseExpression) -> Polarity | None:

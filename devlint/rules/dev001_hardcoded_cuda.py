@@ -202,7 +202,10 @@ project that imports only CUDA-only modules when first called (torch-ngp's lazy
 `get_backend().near_far_from_aabb(...)`: the autograd Function around a kernel; not a call on one branch
 only); an `except` handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
-`torch.distributed` is initialised, and functions that run a collective such as `broadcast`).
+`torch.distributed` is initialised, and functions that run a collective such as `broadcast`). A project that
+never starts the group itself (no file names `init_process_group`: a launcher library such as Lightning,
+accelerate or dora starts it, with NCCL on GPUs) counts as NCCL; one that starts it with another backend
+(`"gloo"`) does not, and its helpers are reported.
 '''
     doc_why = '''
 The code runs only where CUDA is present. On a laptop, a Mac (`mps`) or a CPU-only CI runner it crashes
