@@ -55,7 +55,6 @@ class Project:
         self._contexts: OrderedDict[str, Context | None] = OrderedDict()
         self._bytes: OrderedDict[str, bytes | None] = OrderedDict()
         self._bytes_held = 0
-        self._nccl: bool | None = None
         self._matches: dict[bytes, str] = {}  # pattern -> the first file that matches it ("" for none)
         self._callers: OrderedDict[str, list[str] | None] = OrderedDict()
         self.consulted: set[str] = set()
@@ -370,11 +369,7 @@ class Project:
         """Does the project run a NCCL process group (its distributed code is CUDA-only by design)? Also when
         no file of it names ``init_process_group``: a launcher library (Lightning, accelerate, dora) starts the
         group, with NCCL on GPUs (on the real-code benchmark, 13 labelled helpers of such projects, no bug)."""
-        if self._nccl is None:
-            pattern = re.compile(rb"""["']nccl["']""", re.IGNORECASE)
-            texts = [self.read(p) or b"" for p in self.paths]
-            self._nccl = any(pattern.search(t) for t in texts) or not any(b"init_process_group" in t for t in texts)
-        return self._nccl
+        return self.any_file(_NCCL) or not self.any_file(_PROCESS_GROUP)  # (the files it rests on: consulted)
 
     def any_file(self, pattern: re.Pattern[bytes]) -> bool:
         """Does some file of the project match ``pattern``? Cached per pattern; the files read are recorded as
@@ -641,6 +636,8 @@ class Project:
 
 # a called name: what `\bNAME\s*\(` finds (an identifier not preceded by a word character, then a parenthesis)
 _CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
+_NCCL = re.compile(rb"""["']nccl["']""", re.IGNORECASE)
+_PROCESS_GROUP = re.compile(rb"init_process_group")
 
 
 def top_level_imports(tree: ast.Module) -> frozenset[str]:

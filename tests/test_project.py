@@ -163,3 +163,40 @@ def test_a_tree_the_prefilter_parsed_spares_the_import_walk_a_parse(tmp_path, mo
     other = b"import json\n"  # what standard input said for b.py
     project.note_tree(b, other, ast.parse(other))
     assert project._top_imports(b) == frozenset({"sys"}) and parses == [b"import sys\n"]
+
+
+DIST_HELPER = '''import torch
+import torch.distributed as dist
+
+
+def average(value):
+    if dist.get_world_size() == 1:
+        return value
+    tensor = torch.tensor([value], device="cuda")
+    dist.all_reduce(tensor)
+    return tensor.item()
+'''
+
+
+def test_a_process_group_started_elsewhere_decides_the_helpers(tmp_path, monkeypatch):
+    """A distributed helper is CUDA-only by design where no file of the project starts the process group (a
+    launcher library does, with NCCL on GPUs), and reported where another file starts it with gloo; the
+    helper's result depends on that other file (the results cache's deps)."""
+    (tmp_path / "dist.py").write_text(DIST_HELPER)
+    (tmp_path / "train.py").write_text("import dist\n\n\ndef main():\n    print(dist.average(1.0))\n")
+    files = [str(tmp_path / "dist.py"), str(tmp_path / "train.py")]
+
+    def lint() -> runner.FileResult:
+        monkeypatch.setattr(runner, "_PROJECT", None)
+        runner._init_worker(files)
+        try:
+            return runner.process_file(files[0], Config(root=tmp_path), runner.Options(select={"DEV001"}))
+        finally:
+            runner._PROJECT = None
+
+    quiet = lint()
+    assert quiet.findings == []
+    assert files[1] in quiet.deps
+    (tmp_path / "train.py").write_text('import torch.distributed as dist\n\n\ndef main(rank, n):\n'
+                                       '    dist.init_process_group("gloo", rank=rank, world_size=n)\n')
+    assert [(f.code, f.start.row, f.start.column) for f in lint().findings] == [("DEV001", 8, 43)]
