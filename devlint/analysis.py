@@ -376,11 +376,18 @@ def _freezing_loop(stmt: cst.BaseStatement) -> cst.BaseExpression | None:
 
 
 def _torch_parameterless(ctx: Context, expr: cst.BaseExpression) -> bool:
-    """``nn.CrossEntropyLoss()``, ``nn.Dropout(0.1)``: a torch module that holds no parameter or buffer when
-    every argument is a constant (a tensor argument, ``weight=w``, is a buffer to move)."""
-    if not isinstance(expr, cst.Call) or ctx.qualname(expr.func) not in devices.PARAMETERLESS_MODULES:
+    """``nn.CrossEntropyLoss()``, ``nn.Dropout(0.1)``, ``nn.CrossEntropyLoss(reduction=self.reduction)``: a
+    torch module that holds no parameter or buffer. A loss that keeps a tensor argument as a buffer
+    (``weight=w``, devices.BUFFER_ARGUMENT_MODULES) does so only when that argument is constant: its positional
+    arguments and its ``weight`` / ``pos_weight`` keywords; no module takes ``*args`` / ``**kwargs`` here."""
+    qualname = ctx.qualname(expr.func) if isinstance(expr, cst.Call) else None
+    if not isinstance(expr, cst.Call) or qualname not in devices.PARAMETERLESS_MODULES:
         return False
-    return all(a.star == "" and _constant_arg(a.value) for a in expr.args)
+    if any(a.star for a in expr.args):
+        return False
+    return qualname not in devices.BUFFER_ARGUMENT_MODULES or all(
+        _constant_arg(a.value) for a in expr.args
+        if a.keyword is None or a.keyword.value in devices.BUFFER_KEYWORDS)
 
 
 def _constant_arg(expr: cst.BaseExpression) -> bool:

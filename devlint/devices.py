@@ -448,6 +448,13 @@ PARAMETERLESS_MODULES = frozenset(f"torch.nn.{name}" for name in (
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "CosineSimilarity",
     "PairwiseDistance",
 ))
+# Of those, the ones whose constructor keeps a tensor argument as a buffer (torch's _WeightedLoss, and
+# BCEWithLogitsLoss's pos_weight): a non-constant argument may be one. The others keep none of their arguments
+# as a parameter or buffer, whatever the value (``nn.CrossEntropyLoss(reduction=self.reduction)`` and
+# ``nn.Dropout(cfg.p)`` hold nothing to move); test_torch_facts checks both lists on the installed torch.
+BUFFER_ARGUMENT_MODULES = frozenset(f"torch.nn.{name}" for name in (
+    "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss"))
+BUFFER_KEYWORDS = frozenset({"weight", "pos_weight"})
 STATE_LOADER = "load_state_dict"
 # Objects whose state dict holds Python numbers only (a learning-rate scheduler, GradScaler: test_torch_facts)
 SCALAR_STATE_HOLDER = re.compile(r"sched|scaler", re.IGNORECASE)

@@ -31,6 +31,22 @@ def test_parameterless_modules_hold_nothing_to_move(qualname):
         assert module.to("cuda") is module
 
 
+@pytest.mark.parametrize("qualname", sorted(devices.PARAMETERLESS_MODULES))
+def test_only_the_weighted_losses_keep_an_argument_as_a_buffer(qualname):
+    """DEV001 leaves out ``nn.CrossEntropyLoss(reduction=self.reduction).cuda()`` whatever the argument, but not
+    ``nn.CrossEntropyLoss(weight=w).cuda()``: only the modules of devices.BUFFER_ARGUMENT_MODULES register a
+    buffer from an argument (torch's _WeightedLoss, BCEWithLogitsLoss' pos_weight); the others' constructors
+    register none."""
+    cls = getattr(torch.nn, qualname.rsplit(".", 1)[1])
+    own = "".join(inspect.getsource(k.__init__) for k in cls.__mro__
+                  if "__init__" in k.__dict__ and k.__module__.startswith("torch.nn.modules"))
+    registers = "register_buffer" in own or "Parameter(" in own
+    assert registers == (qualname in devices.BUFFER_ARGUMENT_MODULES)
+    if qualname in devices.BUFFER_ARGUMENT_MODULES:
+        keyword = "pos_weight" if qualname.endswith("BCEWithLogitsLoss") else "weight"
+        assert len(list(cls(**{keyword: torch.ones(2)}).buffers())) == 1
+
+
 def test_a_module_with_a_tensor_raises_without_cuda():
     """The other side: a weight tensor (a buffer) or a parameter is moved, and the move needs CUDA."""
     if torch.cuda.is_available():

@@ -130,8 +130,9 @@ through that name, where its calls cannot all be found; also a class's `__init__
 dataclass or attrs field's default (`device:
 torch.device = attr.ib(default=torch.device("cuda"))`) that every construction of its class passes,
 `device=` keywords of other libraries (DALI's `device="gpu"`), and `.cuda()` of a module that holds nothing to
-move — torch's losses, parameter-free activations, dropout and pooling built with constant
-arguments (`nn.CrossEntropyLoss().cuda()`, `criterion = nn.MSELoss()` then `criterion.cuda()`; not
+move — torch's losses, parameter-free activations, dropout and pooling (`nn.CrossEntropyLoss().cuda()`,
+`criterion = nn.MSELoss()` then `criterion.cuda()`, `nn.CrossEntropyLoss(reduction=self.reduction).cuda()`; a
+weighted loss only with constant positional arguments and `weight` / `pos_weight`: not
 `nn.CrossEntropyLoss(weight=w)`, whose weight is a buffer, nor `nn.PReLU()`), and the project's module classes
 with no parameters, buffers or submodules other than such torch modules (`self.criterion =
 nn.MSELoss(reduction="mean")`): on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA; and
