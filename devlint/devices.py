@@ -310,6 +310,11 @@ TORCH_MODEL_LIBRARIES = frozenset({"transformers", "diffusers", "peft", "sentenc
                                    "accelerate"})
 
 
+# Keywords of a test marker that asks for CUDA GPUs: Lightning's RunIf(min_cuda_gpus=1) (min_gpus before
+# Lightning 1.8), which skips the test unless torch.cuda.device_count() reaches the number.
+GPU_COUNT_KEYWORDS = frozenset({"min_cuda_gpus", "min_gpus"})
+
+
 def uses_torch(modules: Iterable[str]) -> bool:
     """Do these imported modules include torch or a library whose models are torch modules?"""
     return any(m == "torch" or m.startswith("torch.") or m.split(".")[0] in TORCH_MODEL_LIBRARIES for m in modules)

@@ -463,7 +463,8 @@ class Guards:
     # --- guarded code --------------------------------------------------------------------------
     def _marks_cuda_only(self, expr: cst.BaseExpression) -> bool:
         """``pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(...)``,
-        ``@requires_cuda``, ``@pytest.mark.gpu``: a decorator or mark that runs the code only with CUDA."""
+        ``@requires_cuda``, ``@pytest.mark.gpu``, ``@RunIf(min_cuda_gpus=1)``: a decorator or mark that runs the
+        code only with CUDA."""
         target = expr.func if isinstance(expr, cst.Call) else expr
         name = (dotted_name(target) or "").split(".")[-1]
         if isinstance(expr, cst.Call) and name in _SKIPS and expr.args:
@@ -472,7 +473,11 @@ class Guards:
             condition = expr.args[0].value
             runs = self.falsity(condition) if _SKIPS[name] is Polarity.UNAVAILABLE else self.polarity(condition)
             return runs is Polarity.AVAILABLE
-        if isinstance(expr, cst.List):
+        if isinstance(expr, cst.Call) and any(
+                a.keyword is not None and a.keyword.value in devices.GPU_COUNT_KEYWORDS
+                and isinstance(a.value, cst.Integer) and int(a.value.value, 0) > 0 for a in expr.args):
+            return True  # Lightning's RunIf(min_cuda_gpus=1) (a project's own _RunIf(**kwargs) passes it on)
+        if isinstance(expr, (cst.List, cst.Tuple)):
             return any(self._marks_cuda_only(el.value) for el in expr.elements)
         return devices.is_guard_text(name)
 
@@ -860,7 +865,15 @@ class Guards:
             return self._out_of_memory_fallback(anc)
         if isinstance(anc, (cst.IndentedBlock, cst.Module)):
             return self._after_guard(anc, child)
-        return False
+        return isinstance(anc, cst.Call) and self._marked_case(anc, child)
+
+    def _marked_case(self, call: cst.Call, child: cst.CSTNode) -> bool:
+        """Is ``child`` a value of ``pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))``, a test
+        case run only with CUDA?"""
+        return isinstance(child, cst.Arg) and child.keyword is None \
+            and self.ctx.qualname(call.func) == "pytest.param" \
+            and any(a.keyword is not None and a.keyword.value == "marks" and self._marks_cuda_only(a.value)
+                    for a in call.args)
 
     def _after_guard(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
         """Is ``child`` a statement of ``block`` after one that guards what follows it?"""

@@ -170,7 +170,9 @@ declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's meth
 names in a string outside any guard, `"target": "main.CUDACallback"`: it is built by name on every path) or
 decorator (a test
 under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)` runs only when the whole
-condition is false, so with CUDA; not `skipif(not torch.cuda.is_available() and ...)`), a test that requests a
+condition is false, so with CUDA; not `skipif(not torch.cuda.is_available() and ...)`; also a marker that asks
+for GPUs by count, Lightning's `@RunIf(min_cuda_gpus=1)`, and a case `pytest.param(torch.device("cuda"),
+marks=RunIf(min_cuda_gpus=1))` of a parametrized test), a test that requests a
 pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
 tests call), or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group; also through a
