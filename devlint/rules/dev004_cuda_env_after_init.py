@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -49,7 +49,8 @@ class CudaEnvAfterInit(Rule):
 Finds writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`,
 `os.environ.update(...)`, `os.environ.setdefault(...)`, `os.putenv(...)` — that come after a call that
 initialises CUDA before it runs: earlier in the same flow (the module's top level, or the same function
-body), at the module's top level for a write in a function (functions run after it), in `__init__` for a
+body; not in another arm of the same `if` / `elif` / `else`, `if zh: torch.cuda.set_device(rank)` / `elif en:
+os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)`, which never both run), at the module's top level for a write in a function (functions run after it), in `__init__` for a
 write in another method of the class, or in a caller of the function, in the linted tree, before the call or
 in its arguments (`select_device("0" if torch.cuda.is_available() else "cpu")`), also at the top of the
 caller's module or in its class's `__init__`; and the same for a caller of a caller (`Runner(...)` whose
@@ -174,9 +175,12 @@ kernel after changing it; the fix moves the write into the cell that imports tor
         level, for a write in a function (functions run after the module's top level, unless called there
         before it); in ``__init__``, for a write in another method of the class (``__init__`` runs first)."""
         func = ctx.enclosing_function(node)
-        init = first_init.get(func)
-        if init is not None and ctx.order[init] < ctx.order[node]:
-            return init
+        if func in first_init:
+            for init in _flow_inits(ctx).get(func, ()):
+                if ctx.order[init] >= ctx.order[node]:
+                    break
+                if not _exclusive(ctx, init, node):
+                    return init  # (not `if zh: set_device(rank)` / `elif en: os.environ[...] = ...`)
         if func is None:
             return None
         owner = ctx.parent(ctx.parent(func))
@@ -382,6 +386,36 @@ def _first_inits(ctx: Context) -> dict[cst.CSTNode | None, cst.Call]:
                     first.setdefault(c.enclosing_function(call), call)
         return first
     return ctx.shared("dev004.first_inits", build)
+
+
+def _flow_inits(ctx: Context) -> dict[cst.CSTNode | None, list[cst.Call]]:
+    """Every call that initialises CUDA in each flow of ``ctx``, in source order."""
+    def build(c: Context) -> dict[cst.CSTNode | None, list[cst.Call]]:
+        inits: dict[cst.CSTNode | None, list[cst.Call]] = {}
+        for call in c.nodes(cst.Call):
+            if CudaEnvAfterInit._initialises_cuda(c, call):
+                inits.setdefault(c.enclosing_function(call), []).append(call)
+        return inits
+    return ctx.shared("dev004.flow_inits", build)
+
+
+def _exclusive(ctx: Context, first: cst.CSTNode, later: cst.CSTNode) -> bool:
+    """Are ``first`` and ``later`` in different arms of one ``if`` / ``elif`` / ``else`` chain (a run that
+    takes one arm never takes the other)?"""
+    path = {id(a): child for a, child in _with_children(ctx, first)}
+    for anc, child in _with_children(ctx, later):
+        if id(anc) in path:
+            other = path[id(anc)]
+            return isinstance(anc, cst.If) and child is not other and anc.test not in (child, other)
+    return False
+
+
+def _with_children(ctx: Context, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+    """Each ancestor of ``node`` with its child on the way to ``node``."""
+    child = node
+    for anc in ctx.ancestors(node):
+        yield anc, child
+        child = anc
 
 
 # How deep the functions that run first are followed (setup() -> init_devices() -> torch.cuda.device_count()),
