@@ -46,15 +46,15 @@ class CudaEnvAfterInit(Rule):
     triggers = re.compile(b"|".join(v.encode() for v in sorted(devices.CUDA_ENV_VARS)))
 
     doc_what = '''
-Finds writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`,
-`os.environ.update(...)`, `os.environ.setdefault(...)`, `os.putenv(...)` — that come after a call that
-initialises CUDA before it runs: earlier in the same flow (the module's top level, or the same function
-body; not in another arm of the same `if` / `elif` / `else`, `if zh: torch.cuda.set_device(rank)` / `elif en:
-os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)`, which never both run), at the module's top level for a write in a function (functions run after it), in `__init__` for a
-write in another method of the class, or in a caller of the function, in the linted tree, before the call or
-in its arguments (`select_device("0" if torch.cuda.is_available() else "cpu")`), also at the top of the
-caller's module or in its class's `__init__`; and the same for a caller of a caller (`Runner(...)` whose
-`__init__` calls the function), at most 8 of each.
+Finds writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[...] = ...`, `os.environ.update(...)`,
+`os.environ.setdefault(...)`, `os.putenv(...)` — that come after a call that initialises CUDA before it runs:
+earlier in the same flow (the module's top level, or the same function body; not in another arm of the same `if` /
+`elif` / `else`, `if zh: torch.cuda.set_device(rank)` / `elif en: os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)`,
+which never both run), at the module's top level for a write in a function (functions run after it), in `__init__`
+for a write in another method of the class, or in a caller of the function, in the linted tree, before the call or
+in its arguments (`select_device("0" if torch.cuda.is_available() else "cpu")`), also at the top of the caller's
+module or in its class's `__init__`; and the same for a caller of a caller (`Runner(...)` whose `__init__` calls
+the function), at most 8 of each.
 
 A function of the linted tree that certainly initialises CUDA counts as the CUDA call itself: `setup()` whose
 body calls `torch.cuda.device_count()` on no branch and after no `return` (directly, or through at most two
