@@ -116,12 +116,17 @@ class Guards:
 
     def _requires_cuda_module(self) -> bool:
         """Does the module import, at its top and unconditionally (not in an ``if`` or a ``try`` that falls
-        back: an optional import is no requirement), a CUDA-only library, a CUDA extension the project builds
+        back: an optional import is no requirement; but a module that defines ``@triton.jit`` kernels at its top
+        needs Triton, however it imports it), a CUDA-only library, a CUDA extension the project builds
         (CUDAExtension in its setup.py), or a module of the project that does so?"""
         ctx = self.ctx
         required = _own_imports(ctx)
         if any(devices.cuda_only_library(m) or devices.gpu_kernel_library(m) for m in required):
             return True
+        if any(isinstance(stmt, cst.FunctionDef) and any(
+                devices.gpu_kernel_library(ctx.qualname(decorator_target(d)) or "-") for d in stmt.decorators)
+               for stmt in ctx.module.body):
+            return True  # `@triton.jit` kernels at the top: the module needs Triton at import, however imported
         return ctx.project is not None and ctx.project.imports_cuda_only(required, ctx.path)
 
     # --- polarity ------------------------------------------------------------------------------

@@ -190,7 +190,8 @@ for the "pytorch" and "slurm" launchers, `raise` for any other; not when one arm
 module that imports a CUDA-only
 library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d; also, for the importing module itself
 only, a GPU kernel language or GPU-only engine: Triton, TileLang, CUTLASS's CuTe DSL, Transformer Engine, vLLM,
-not the modules of the project that import it for one layer) or one of the project's own
+not the modules of the project that import it for one layer; a module that defines `@triton.jit` kernels at its
+top needs Triton even when it imports it under `if _TRITON_AVAILABLE:`) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
 sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), or a module of
