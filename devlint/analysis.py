@@ -241,11 +241,23 @@ def _stored_unread(ctx: Context, assign: cst.Assign) -> bool:
     cls = next((a for a in ctx.ancestors(assign) if isinstance(a, cst.ClassDef)), None)
     if cls is None:
         return False
-    # read by the class (self.device) or through an object of it elsewhere (loss.device): any read counts
+    # read by the class (self.device) or through an object of it elsewhere (loss.device): any read counts, but
+    # a tensor's (`out.device` where the same function reads `out.shape`: no instance of a class that stores
+    # its device has a shape)
+    tensors = ctx.shared("analysis.tensor_names", _tensor_names)
     return not any(a.attr.value == attr and a is not target and not isinstance(ctx.parent(a), cst.AssignTarget)
                    and ctx.qualname(a) is None  # torch.device is no read of it
-                   and (not _is_self(a.value) or any(c is cls for c in ctx.ancestors(a)))
+                   and (any(c is cls for c in ctx.ancestors(a)) if _is_self(a.value) else not (
+                       isinstance(a.value, cst.Name) and (id(ctx.enclosing_function(a)), a.value.value) in tensors))
                    for a in ctx.nodes(cst.Attribute))
+
+
+def _tensor_names(ctx: Context) -> frozenset[tuple[int, str]]:
+    """(the id of a function, or of None for the module's top, a name) for each plain name the function reads a
+    tensor-only attribute of (``x.shape``, ``x.dtype``, ``x.view(...)``: devices.TENSOR_ONLY_ATTRIBUTES)."""
+    return frozenset((id(ctx.enclosing_function(a)), a.value.value) for a in ctx.nodes(cst.Attribute)
+                     if a.attr.value in devices.TENSOR_ONLY_ATTRIBUTES and isinstance(a.value, cst.Name)
+                     and a.value.value != "self")
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:

@@ -310,6 +310,13 @@ TORCH_MODEL_LIBRARIES = frozenset({"transformers", "diffusers", "peft", "sentenc
                                    "accelerate"})
 
 
+# Attributes and methods of a tensor that a module, a config or a device holder has not: a name read so is a
+# tensor (``out.shape``, ``x.view(...)``), and its ``.device`` is the tensor's.
+TENSOR_ONLY_ATTRIBUTES = frozenset({
+    "shape", "dtype", "ndim", "size", "dim", "numel", "view", "reshape", "transpose", "permute", "unsqueeze",
+    "squeeze", "contiguous", "flatten", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "new_full",
+    "masked_fill", "matmul", "type_as", "softmax",
+})
 # Keywords of a test marker that asks for CUDA GPUs: Lightning's RunIf(min_cuda_gpus=1) (min_gpus before
 # Lightning 1.8), which skips the test unless torch.cuda.device_count() reaches the number.
 GPU_COUNT_KEYWORDS = frozenset({"min_cuda_gpus", "min_gpus"})

@@ -84,7 +84,9 @@ device = "cpu"`, or read after an earlier statement replaced it so, `if args.dev
 torch.cuda.is_available(): args.device = "cpu"`, also an `elif` of a chain that tries mps first), a
 `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on and some call relies on: `device="cuda"` or
-`device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads), and `.cuda()` calls.
+`device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads: the class's own
+`self.device`, or `x.device` of an object elsewhere in the file, but not of a tensor, a name whose `.shape`,
+`.dtype`, `.view(...)` the same function reads), and `.cuda()` calls.
 
 Also: the legacy CUDA tensor types (`torch.cuda.FloatTensor(...)`, `Tensor = torch.cuda.FloatTensor`,
 `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), and a `"cuda"` passed to a function or method of
