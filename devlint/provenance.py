@@ -170,9 +170,16 @@ def _is_cpu_device(ctx: Context, expr: cst.BaseExpression, follow: bool = True) 
 _CPU_NAMED = re.compile(r"(?:^|_)cpu(?:_|$)", re.IGNORECASE)
 
 
+# a variable named for a dtype (dtype, torch_dtype, self.weight_dtype): ``.to()`` of it casts
+_DTYPE_NAMED = re.compile(r"(?:\w+_)?dtype", re.IGNORECASE)
+
+
 def _is_dtype(ctx: Context, expr: cst.BaseExpression) -> bool:
-    """``torch.float16``, or another tensor's dtype (``img.dtype``): ``.to()`` of it casts, it does not move."""
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "dtype":
+    """``torch.float16``, another tensor's dtype (``img.dtype``) or a variable named for one (``dtype``,
+    ``self.weight_dtype``): ``.to()`` of it casts, it does not move."""
+    if isinstance(expr, cst.Attribute) and _DTYPE_NAMED.fullmatch(expr.attr.value):
+        return True
+    if isinstance(expr, cst.Name) and _DTYPE_NAMED.fullmatch(expr.value):
         return True
     qn = ctx.qualname(expr) or ""
     return (qn.startswith("torch.") and qn.split(".")[-1][:1].islower() and qn.count(".") == 1

@@ -76,7 +76,7 @@ self.parameters(): param.requires_grad = requires_grad`, the value `False` or a 
 that the construction does not pass); grad can then come from its inputs only), the outputs of a
 tokenizer, processor or feature extractor loaded with `from_pretrained` (token ids and pixel values: it holds no
 parameters), casts
-(`.to(img.dtype)`, `.to(torch.float16)`: no move), integer results (`.argmax()`, `torch.argmax(q, dim=1)`,
+(`.to(img.dtype)`, `.to(torch.float16)`, `.to(dtype)` of a variable named for a dtype: no move), integer results (`.argmax()`, `torch.argmax(q, dim=1)`,
 `.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`; not `.sign()` or `torch.unique`, whose results
 still require grad on torch 2.13), the branch of `x.numpy() if not use_cuda
 else x.cpu().numpy()` taken without CUDA, objects that are not
