@@ -60,27 +60,25 @@ no-accelerator branch of a device check (`else:` of `if device == "cuda":`, the 
 `_CPU_DEVICE = torch.device("cpu")`) is the CPU path: no GPU finding there.
 
 Not reported: values already passed through `.detach()` and `.cpu()` (in either order; `.to("cpu")` and
-`.to(cpu_device)`, a name or attribute every assignment of the file binds to the CPU, move as `.cpu()`
-does; so does one the file never assigns that is named for the CPU, `self._cpu_device` of a base class),
-`.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), a `.numpy()` inside
-`torch.no_grad()` / `torch.inference_mode()` on a tensor only suspected of grad (torch 2.13 lets it through
-there; only a GPU tensor fails), likewise after a top-level `torch.set_grad_enabled(False)` that turns
-autograd off for a script's run (its functions and what follows it; not when the file turns grad on again
-anywhere: `torch.enable_grad()`, `set_grad_enabled(True)`), the output of a module class of the project
-whose `forward` returns only what it made under `torch.no_grad()` (a frozen wrapper: `with torch.no_grad():
-flow = self.raft(a, b)` then `return flow.view(...)`) or is decorated with `@torch.no_grad()` (a post-processor
-handed a model's output: nothing it returns requires grad), one that holds no parameter, buffer or submodule (a
-wrapper of a custom autograd function: checked on torch 2.13, its output on a plain input does not require
-grad), or one whose `__init__` freezes its parameters (pytorch-fid's InceptionV3: `for param in
-self.parameters(): param.requires_grad = requires_grad`, the value `False` or a parameter defaulting to `False`
-that the construction does not pass); grad can then come from its inputs only), the outputs of a
-tokenizer, processor or feature extractor loaded with `from_pretrained` (token ids and pixel values: it holds no
-parameters), casts
-(`.to(img.dtype)`, `.to(torch.float16)`, `.to(dtype)` of a variable named for a dtype: no move), integer results (`.argmax()`, `torch.argmax(q, dim=1)`,
-`.to(torch.uint8)`, the indices of `_, pred = torch.max(out, 1)`; not `.sign()` or `torch.unique`, whose results
-still require grad on torch 2.13), the branch of `x.numpy() if not use_cuda
-else x.cpu().numpy()` taken without CUDA, objects that are not
-torch tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
+`.to(cpu_device)`, a name or attribute every assignment of the file binds to the CPU, move as `.cpu()` does; so
+does one the file never assigns that is named for the CPU, `self._cpu_device` of a base class),
+`.numpy(force=True)`, plain CPU tensors (`torch.tensor([1, 2]).numpy()`), a `.numpy()` inside `torch.no_grad()` /
+`torch.inference_mode()` on a tensor only suspected of grad (torch 2.13 lets it through there; only a GPU tensor
+fails), likewise after a top-level `torch.set_grad_enabled(False)` that turns autograd off for a script's run (its
+functions and what follows it; not when the file turns grad on again anywhere: `torch.enable_grad()`,
+`set_grad_enabled(True)`), the output of a module class of the project whose `forward` returns only what it made
+under `torch.no_grad()` (a frozen wrapper: `with torch.no_grad(): flow = self.raft(a, b)` then `return
+flow.view(...)`) or is decorated with `@torch.no_grad()` (a post-processor handed a model's output: nothing it
+returns requires grad), one that holds no parameter, buffer or submodule (a wrapper of a custom autograd function:
+checked on torch 2.13, its output on a plain input does not require grad), or one whose `__init__` freezes its
+parameters (pytorch-fid's InceptionV3: `for param in self.parameters(): param.requires_grad = requires_grad`, the
+value `False` or a parameter defaulting to `False` that the construction does not pass); grad can then come from
+its inputs only), the outputs of a tokenizer, processor or feature extractor loaded with `from_pretrained` (token
+ids and pixel values: it holds no parameters), casts (`.to(img.dtype)`, `.to(torch.float16)`, `.to(dtype)` of a
+variable named for a dtype: no move), integer results (`.argmax()`, `torch.argmax(q, dim=1)`, `.to(torch.uint8)`,
+the indices of `_, pred = torch.max(out, 1)`; not `.sign()` or `torch.unique`, whose results still require grad on
+torch 2.13), the branch of `x.numpy() if not use_cuda else x.cpu().numpy()` taken without CUDA, objects that are
+not torch tensors (TensorFlow's `.numpy()`, NumPy arrays) and receivers of unknown type, such as function
 parameters with no evidence: precision beats recall here.
 '''
     doc_why = '''
