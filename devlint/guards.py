@@ -351,7 +351,9 @@ class Guards:
         if name in self._name_polarity:
             return self._name_polarity[name]
         self._name_polarity[name] = Polarity.UNKNOWN  # while computing (a flag built from itself)
-        result = self._assigned_polarity(name)
+        result = self._imported_polarity(name) if name not in self._assigned else Polarity.UNKNOWN
+        if result is Polarity.UNKNOWN:
+            result = self._assigned_polarity(name)
         self._name_polarity[name] = result
         return result
 
@@ -376,6 +378,33 @@ class Guards:
         if not values and (self._passed_polarity(name) is Polarity.NONE or self._dict_default_on(name)):
             return Polarity.NONE  # fit(..., cuda) where every caller passes Cuda = True: a setting
         return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
+
+    def _imported_polarity(self, name: str) -> Polarity:
+        """A flag imported from a module of the project that assigns it once at its top from an availability
+        check (``from utils._import_guard import _SUPPORTS_FLEX_ATTENTION``, assigned there
+        ``torch.cuda.is_available() and torch.cuda.get_device_capability() >= (7, 5)``): what that value implies.
+        The other file is parsed only when its bytes assign the name next to a mention of CUDA or an accelerator;
+        UNKNOWN otherwise."""
+        ctx, project = self.ctx, self.ctx.project
+        if project is None or "." in name or (name not in ctx.aliases and name not in ctx.relative_imports):
+            return Polarity.UNKNOWN
+        found = project.resolve(ctx, name)
+        if found is None or found[0] == os.path.abspath(ctx.path) or "." in found[1] or not found[1]:
+            return Polarity.UNKNOWN
+        path, symbol = found
+        assigned = re.compile(rb"(?m)^" + re.escape(symbol.encode()) + rb"[ \t]*(?::[^=\n]*)?=(?!=)[^\n]*\n?[^\n]*"
+                              rb"(?:cuda|accelerator)")
+        other = project.context(path) if assigned.search(project.read(path) or b"") else None
+        if other is None:
+            return Polarity.UNKNOWN
+        values = [small.value for stmt in other.module.body if isinstance(stmt, cst.SimpleStatementLine)
+                  for small in stmt.body if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
+                  and [dotted_name(t.target) for t in (small.targets if isinstance(small, cst.Assign) else [small])]
+                  == [symbol]]
+        if len(values) != 1 or values[0] is None:
+            return Polarity.UNKNOWN
+        found_polarity = guards(other).polarity(values[0])
+        return found_polarity if found_polarity in (Polarity.AVAILABLE, Polarity.UNAVAILABLE) else Polarity.UNKNOWN
 
     def _passed_polarity(self, name: str) -> Polarity:
         """A flag that is a parameter of this file's functions (``cuda``), or an attribute of one
@@ -771,10 +800,12 @@ class Guards:
                 if depth > 0 and isinstance(owner, cst.ClassDef) and instance_method(anc) \
                         and self._constructed_guarded(owner, depth):
                     return True  # a method of a class built only where CUDA is certain: its instances live there
-                if not isinstance(self.ctx.parent(self.ctx.parent(anc)), cst.FunctionDef):
+                if not isinstance(owner, cst.FunctionDef) and not (
+                        isinstance(owner, cst.ClassDef) and self.ctx.enclosing_function(owner) is not None):
                     return False
                 # a function defined in a function exists only where its `def` ran: after a NCCL group or
-                # an exit without CUDA in the outer function, it is guarded as its `def` is
+                # an exit without CUDA in the outer function, it is guarded as its `def` is; so does a method of a
+                # class defined in a function (a test's own autograd Function)
             child = anc
         return False
 

@@ -101,7 +101,8 @@ project mentions its name, which may import and read it), in the `else` of
 `if not torch.cuda.is_available():`, or after an early exit when CUDA is unavailable (`sys.exit`, `raise`,
 `parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
 (`init_env(args)` that exits without a GPU; followed up to four calls deep, dinov2's `setup(args)` ->
-`default_setup(args)` -> `distributed.enable()`), guards held in a variable (`use_gpu = torch.cuda.is_available()`)
+`default_setup(args)` -> `distributed.enable()`), guards held in a variable (`use_gpu = torch.cuda.is_available()`;
+also a flag imported from a module of the project that assigns it once so, torchtune's `_SUPPORTS_FLEX_ATTENTION`)
 or returned by a function of the project (`if not enough_gpus(2): sys.exit()` where every `return` of
 `enough_gpus` needs an accelerator: `return torch.accelerator.is_available() and count >= n`), a flag set to
 `True` only under such a guard (`cuda_flag = False`, then `cuda_flag = True` inside `if
@@ -167,8 +168,9 @@ it raises at construction; the methods of a `LightningLite` subclass every const
 `accelerator="gpu"`, `Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)`) or picks its GPU
 from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
-function, the functions defined there after it and those only called from there; a class or function that
-declares itself GPU-only by name (`CUDAAccelerator`, `train_gpu`; a class's methods too; not one the file
+function, the functions defined there after it (and the methods of a class defined there: a test's own
+autograd Function) and those only called from there; a class or function that declares itself GPU-only by name
+(`CUDAAccelerator`, `train_gpu`; a class's methods too; not one the file
 names in a string outside any guard, `"target": "main.CUDACallback"`: it is built by name on every path) or
 decorator (a test
 under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)` runs only when the whole
