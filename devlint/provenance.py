@@ -812,7 +812,8 @@ class Provenance:
         if method == devices.MOVE_METHOD:
             return self._moved(call, recv, kwargs)
         if recv is None:
-            return None
+            # x.detach() of a value of unknown type: only a tensor has the method
+            return Val("tensor", torch=True, nograd=True) if method in ("detach", "detach_") else None
         if _as_module_method(method, recv):
             return self._module_method(method, recv, args, complete, no_grad, func)
         return _tensor_method(method, recv, args, complete, no_grad)
@@ -948,7 +949,9 @@ def _tensor_method(method: str, recv: Val, args: list[Val | None], complete: boo
     if method == devices.CPU_METHOD:
         return replace(recv, gpu=None, cpu=True)
     if method in ("detach", "detach_"):
-        return replace(recv, grad=None, nograd=True)
+        # only a tensor has .detach(): whatever the receiver was (a model's output.last_hidden_state), the
+        # result is one
+        return replace(recv, kind="tensor", grad=None, nograd=True, torch=True, output=False, moved=False)
     if method == "requires_grad_":
         return replace(recv, grad="made to require grad with .requires_grad_()", nograd=False)
     if method in ("values", "items"):  # a state_dict's tensors (a tensor has neither method)

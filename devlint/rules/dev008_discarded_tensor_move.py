@@ -78,10 +78,10 @@ made by a torch factory (`torch.zeros(...)`, `torch.tensor(...)`, `torch.from_nu
 `nn.Parameter` or `Variable`, a torch function of tensors, a torch function that returns one tensor whatever
 it is given (`torch.sigmoid(x)`, `F.relu(x)`, `torch.cat(xs)`, `torch.matmul(a, b)`: devices.TENSOR_FUNCTIONS,
 each checked on torch 2.13; not `torch.max(x, 1)` or `torch.where(c)`, which return tuples), arithmetic on
-tensors, a tensor method's result,
-indexing, or what a function of the project returns from those (the values DEV002 follows, in
-provenance.py), per branch and loop iteration: a name that may hold something else on some path is not
-proven. A chain of moves such as `x.to(device).float()` is one finding.
+tensors, a tensor method's result, the result of `.detach()` whatever it was called on (only a tensor has it:
+`output.last_hidden_state.detach()`), indexing, or what a function of the project returns from those (the
+values DEV002 follows, in provenance.py), per branch and loop iteration: a name that may hold something else on
+some path is not proven. A chain of moves such as `x.to(device).float()` is one finding.
 
 Not reported: modules (`model.to(device)`, `model.cuda()`, `model.half()` move the module's parameters in
 place and are right); values of unknown type (a function parameter, `batch` from a data loader, `self.model`,
