@@ -401,7 +401,7 @@ class Guards:
                   for small in stmt.body if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
                   and [dotted_name(t.target) for t in (small.targets if isinstance(small, cst.Assign) else [small])]
                   == [symbol]]
-        if len(values) != 1 or values[0] is None:
+        if len(values) != 1:
             return Polarity.UNKNOWN
         found_polarity = guards(other).polarity(values[0])
         return found_polarity if found_polarity in (Polarity.AVAILABLE, Polarity.UNAVAILABLE) else Polarity.UNKNOWN

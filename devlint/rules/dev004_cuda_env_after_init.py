@@ -378,23 +378,17 @@ def _file_of(ctx: Context, home: Context) -> str:
 
 def _first_inits(ctx: Context) -> dict[cst.CSTNode | None, cst.Call]:
     """The first call that initialises CUDA in each flow (function, or None for the module) of ``ctx``."""
-    def build(c: Context) -> dict[cst.CSTNode | None, cst.Call]:
-        first: dict[cst.CSTNode | None, cst.Call] = {}
-        if c.imports_torch:
-            for call in c.nodes(cst.Call):
-                if CudaEnvAfterInit._initialises_cuda(c, call):
-                    first.setdefault(c.enclosing_function(call), call)
-        return first
-    return ctx.shared("dev004.first_inits", build)
+    return ctx.shared("dev004.first_inits", lambda c: {flow: calls[0] for flow, calls in _flow_inits(c).items()})
 
 
 def _flow_inits(ctx: Context) -> dict[cst.CSTNode | None, list[cst.Call]]:
     """Every call that initialises CUDA in each flow of ``ctx``, in source order."""
     def build(c: Context) -> dict[cst.CSTNode | None, list[cst.Call]]:
         inits: dict[cst.CSTNode | None, list[cst.Call]] = {}
-        for call in c.nodes(cst.Call):
-            if CudaEnvAfterInit._initialises_cuda(c, call):
-                inits.setdefault(c.enclosing_function(call), []).append(call)
+        if c.imports_torch:
+            for call in c.nodes(cst.Call):
+                if CudaEnvAfterInit._initialises_cuda(c, call):
+                    inits.setdefault(c.enclosing_function(call), []).append(call)
         return inits
     return ctx.shared("dev004.flow_inits", build)
 
@@ -406,7 +400,7 @@ def _exclusive(ctx: Context, first: cst.CSTNode, later: cst.CSTNode) -> bool:
     for anc, child in _with_children(ctx, later):
         if id(anc) in path:
             other = path[id(anc)]
-            return isinstance(anc, cst.If) and child is not other and anc.test not in (child, other)
+            return isinstance(anc, cst.If) and child is not other and anc.test is not child and anc.test is not other
     return False
 
 
