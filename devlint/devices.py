@@ -302,6 +302,11 @@ DEVICE_STRING_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeErro
 PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
 NCCL = "nccl"
 CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device"})
+# diffusers' switch to xformers attention (a pipeline's or a model's): it raises without CUDA (ValueError
+# "torch.cuda.is_available() should be True but is False. xformers' memory efficient attention is only available
+# for GPU", diffusers 0.42.1 models/attention_processor.py and models/attention.py; ModuleNotFoundError without
+# xformers), so what follows an unconditional call runs only with CUDA
+XFORMERS_ENABLERS = frozenset({"enable_xformers_memory_efficient_attention"})
 # Libraries that need an NVIDIA GPU: a module importing one is CUDA-only by design.
 # Libraries built on torch whose models and tensors are torch's: a file that imports one and no torch still
 # moves torch modules (``AutoModel.from_pretrained(...).half().cuda()``, ``lpips.LPIPS(net='alex').cuda()``).

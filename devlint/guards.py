@@ -720,7 +720,8 @@ class Guards:
     def _cuda_only_call(self, call: cst.Call, depth: int = SUMMARY_DEPTH) -> bool:
         """A call after which only CUDA code runs: ``init_process_group("nccl")``, ``torch.cuda.set_device``,
         a launcher told to use the GPU (``L.Fabric(accelerator="cuda")``: it raises at construction where
-        CUDA is missing), or a call of a function of the project that requires CUDA."""
+        CUDA is missing), diffusers' ``enable_xformers_memory_efficient_attention()`` (it raises without CUDA),
+        or a call of a function of the project that requires CUDA."""
         qn = self.ctx.qualname(call.func) or ""
         if qn in devices.CUDA_ONLY_CALLS:
             return not _constant_device(call)
@@ -729,6 +730,8 @@ class Guards:
             return self._nccl_group(call)
         if gpu_accelerator(call):
             return True
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in devices.XFORMERS_ENABLERS:
+            return True  # pipe.enable_xformers_memory_efficient_attention(): raises without CUDA
         return depth > 0 and self._callee_requires_cuda(call, depth)
 
     def _callee_requires_cuda(self, call: cst.Call, depth: int) -> bool:

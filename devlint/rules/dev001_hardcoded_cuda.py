@@ -165,7 +165,9 @@ CUDA-only by design (not reported): a flow that starts a NCCL process group (`in
 `backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`), builds a launcher
 told to use the GPU (`L.Fabric(accelerator="cuda")`, a Lightning `Trainer(accelerator="gpu")`: without CUDA
 it raises at construction; the methods of a `LightningLite` subclass every construction of which says
-`accelerator="gpu"`, `Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)`) or picks its GPU
+`accelerator="gpu"`, `Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)`), switches a diffusers
+pipeline or model to xformers attention (`pipe.enable_xformers_memory_efficient_attention()`: diffusers raises
+there without CUDA) or picks its GPU
 from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
 function, the functions defined there after it (and the methods of a class defined there: a test's own
