@@ -301,7 +301,10 @@ DEVICE_STRING_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeErro
 # CUDA-only by design: a flow that starts a NCCL process group or picks its GPU from a launcher.
 PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
 NCCL = "nccl"
-CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device"})
+# (and OpenMMLab's launcher set-up, mmcv's and mmengine's init_dist: it calls torch.cuda.set_device for the
+# launched rank whatever the backend)
+CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device", "mmcv.runner.init_dist", "mmcv.runner.dist_utils.init_dist",
+                             "mmengine.dist.init_dist", "mmengine.dist.utils.init_dist"})
 # diffusers' switch to xformers attention (a pipeline's or a model's): it raises without CUDA (ValueError
 # "torch.cuda.is_available() should be True but is False. xformers' memory efficient attention is only available
 # for GPU", diffusers 0.42.1 models/attention_processor.py and models/attention.py; ModuleNotFoundError without

@@ -474,8 +474,25 @@ class Guards:
                 if name and isinstance(stmt.body, cst.IndentedBlock) \
                         and any(self._guards_what_follows(s, depth=0) for s in stmt.body.body):
                     found.add(name)
+            found.update(self._flags_set_with_cuda_only_flows())
             self._cuda_only_flags = frozenset(found)
         return self._cuda_only_flags
+
+    def _flags_set_with_cuda_only_flows(self) -> set[str]:
+        """The flags set to ``True`` in a block that then starts a CUDA-only flow (``distributed = True`` /
+        ``init_dist(args.launcher, **cfg.dist_params)``, ``args.distributed = True`` /
+        ``torch.cuda.set_device(args.gpu)``): set, the flag means that flow."""
+        found: set[str] = set()
+        for block in self.ctx.nodes(cst.IndentedBlock):
+            flags: list[str] = []
+            for stmt in block.body:
+                if flags and self._guards_what_follows(stmt, depth=0):
+                    found.update(flags)
+                    break
+                small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+                if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value == "True":
+                    flags.extend(n for t in small.targets if (n := dotted_name(t.target)) is not None)
+        return found
 
     def _checked_flags(self) -> frozenset[str]:
         """The flags an exit pairs with availability: ``if args.cuda and not torch.cuda.is_available(): raise``

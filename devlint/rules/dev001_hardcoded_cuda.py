@@ -107,7 +107,8 @@ or returned by a function of the project (`if not enough_gpus(2): sys.exit()` wh
 `enough_gpus` needs an accelerator: `return torch.accelerator.is_available() and count >= n`), a flag set to
 `True` only under such a guard (`cuda_flag = False`, then `cuda_flag = True` inside `if
 torch.cuda.is_available():`), a flag whose `if` somewhere in the file starts a CUDA-only flow (`if distributed:
-dist.init_process_group("nccl")`: a later `if distributed:` is that flow),
+dist.init_process_group("nccl")`: a later `if distributed:` is that flow; also one set to `True` in a block
+that then starts such a flow, `distributed = True` / `init_dist(args.launcher, **cfg.dist_params)`),
 an opt-in flag that is off by default (`--cuda` with `action="store_true"`), a function every call of which
 in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
 it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`;
@@ -162,7 +163,8 @@ An early exit guards what follows only when its condition is true whenever CUDA 
 torch.cuda.is_available():`, `if not torch.cuda.is_available() or not flash:`).
 
 CUDA-only by design (not reported): a flow that starts a NCCL process group (`init_process_group("nccl")`,
-`backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`), builds a launcher
+`backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`; OpenMMLab's
+`init_dist`, mmcv's or mmengine's, which sets the launched rank's GPU), builds a launcher
 told to use the GPU (`L.Fabric(accelerator="cuda")`, a Lightning `Trainer(accelerator="gpu")`: without CUDA
 it raises at construction; the methods of a `LightningLite` subclass every construction of which says
 `accelerator="gpu"`, `Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)`), switches a diffusers
