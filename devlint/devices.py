@@ -325,6 +325,9 @@ TENSOR_ONLY_ATTRIBUTES = frozenset({
     "squeeze", "contiguous", "flatten", "expand", "repeat", "new_zeros", "new_ones", "new_empty", "new_full",
     "masked_fill", "matmul", "type_as", "softmax",
 })
+# Ray's decorator of actors and tasks: with num_gpus above zero Ray schedules them on a node with a GPU only (and
+# sets CUDA_VISIBLE_DEVICES for them); on a machine without one they wait, unscheduled, and never run.
+RAY_REMOTE = "ray.remote"
 # Keywords of a test marker that asks for CUDA GPUs: Lightning's RunIf(min_cuda_gpus=1) (min_gpus before
 # Lightning 1.8), which skips the test unless torch.cuda.device_count() reaches the number.
 GPU_COUNT_KEYWORDS = frozenset({"min_cuda_gpus", "min_gpus"})

@@ -514,8 +514,8 @@ class Guards:
     # --- guarded code --------------------------------------------------------------------------
     def _marks_cuda_only(self, expr: cst.BaseExpression) -> bool:
         """``pytest.mark.skipif(not torch.cuda.is_available(), ...)``, ``@unittest.skipUnless(...)``,
-        ``@requires_cuda``, ``@pytest.mark.gpu``, ``@RunIf(min_cuda_gpus=1)``: a decorator or mark that runs the
-        code only with CUDA."""
+        ``@requires_cuda``, ``@pytest.mark.gpu``, ``@RunIf(min_cuda_gpus=1)``, ``@ray.remote(num_gpus=1)``: a
+        decorator or mark that runs the code only with CUDA."""
         target = expr.func if isinstance(expr, cst.Call) else expr
         name = (dotted_name(target) or "").split(".")[-1]
         if isinstance(expr, cst.Call) and name in _SKIPS and expr.args:
@@ -528,6 +528,10 @@ class Guards:
                 a.keyword is not None and a.keyword.value in devices.GPU_COUNT_KEYWORDS
                 and isinstance(a.value, cst.Integer) and int(a.value.value, 0) > 0 for a in expr.args):
             return True  # Lightning's RunIf(min_cuda_gpus=1) (a project's own _RunIf(**kwargs) passes it on)
+        if isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) == devices.RAY_REMOTE and any(
+                a.keyword is not None and a.keyword.value == "num_gpus" and _positive_number(a.value)
+                for a in expr.args):
+            return True  # @ray.remote(num_gpus=1): Ray places the actor or task on a GPU only
         if isinstance(expr, (cst.List, cst.Tuple)):
             return any(self._marks_cuda_only(el.value) for el in expr.elements)
         return devices.is_guard_text(name)
@@ -812,9 +816,8 @@ class Guards:
                 if self._import_needs_cuda() and self._top_definition(anc):
                     return True  # a function of a module that raises at import without CUDA: never callable then
                 owner = self.ctx.parent(self.ctx.parent(anc))
-                if isinstance(owner, cst.ClassDef) and anc.name.value != "__init__" \
-                        and self._cuda_only_definition(owner):
-                    return True  # a method of a GPU-only class (CUDAAccelerator, one whose __init__ sets the GPU)
+                if isinstance(owner, cst.ClassDef) and self._in_cuda_only_class(anc, owner):
+                    return True
                 if depth > 0 and self._entered_guarded(anc, depth):
                     return True
                 if depth > 0 and isinstance(owner, cst.ClassDef) and instance_method(anc) \
@@ -828,6 +831,14 @@ class Guards:
                 # class defined in a function (a test's own autograd Function)
             child = anc
         return False
+
+    def _in_cuda_only_class(self, method: cst.FunctionDef, owner: cst.ClassDef) -> bool:
+        """Is ``method`` a method of a GPU-only class (CUDAAccelerator, one whose ``__init__`` sets the GPU: not
+        that ``__init__`` itself), or any method, ``__init__`` included, of a class marked GPU-only
+        (``@ray.remote(num_gpus=1)``, a test class skipped without CUDA)?"""
+        if any(self._marks_cuda_only(d.decorator) for d in owner.decorators):
+            return True
+        return method.name.value != "__init__" and self._cuda_only_definition(owner)
 
     def _nccl_group(self, call: cst.Call) -> bool:
         """Does ``init_process_group(...)`` start a NCCL group?"""
@@ -1180,6 +1191,14 @@ def _collective_functions(ctx: Context) -> frozenset[cst.FunctionDef]:
             if func is not None:
                 found.add(func)
     return frozenset(found)
+
+
+def _positive_number(expr: cst.BaseExpression) -> bool:
+    """An integer or float literal above zero (``1``, ``0.5``)."""
+    try:
+        return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.value.replace("_", "")) > 0
+    except ValueError:
+        return False
 
 
 def _builds_itself(cls: cst.ClassDef) -> bool:

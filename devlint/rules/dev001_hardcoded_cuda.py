@@ -180,7 +180,8 @@ decorator (a test
 under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)` runs only when the whole
 condition is false, so with CUDA; not `skipif(not torch.cuda.is_available() and ...)`; also a marker that asks
 for GPUs by count, Lightning's `@RunIf(min_cuda_gpus=1)`, and a case `pytest.param(torch.device("cuda"),
-marks=RunIf(min_cuda_gpus=1))` of a parametrized test), a test that requests a
+marks=RunIf(min_cuda_gpus=1))` of a parametrized test; a Ray actor or task declared `@ray.remote(num_gpus=1)`,
+which Ray runs only on a node with a GPU, its `__init__` included), a test that requests a
 pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
 tests call), or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group; also through a
