@@ -565,7 +565,28 @@ class Guards:
                 self._requires[key] = self._init_requires_cuda(node) or self._built_on_gpu(node)
             return self._requires[key]
         return (self._runs_collective(node) and self._nccl()) or self._runs_cuda_kernels(node) \
-            or self._requests_cuda_fixture(node)
+            or self._requests_cuda_fixture(node) or self._fixture_of_cuda_only_tests(node)
+
+    def _fixture_of_cuda_only_tests(self, func: cst.FunctionDef) -> bool:
+        """Is ``func`` a pytest fixture (not ``autouse``) that only tests marked GPU-only request, in its file or
+        class (``@gpu_test(gpu_count=1) def test_run(self, cfg)``)? pytest runs a fixture for the tests that
+        request it: skipped tests run none. Not when a test without such a mark, or another fixture, requests
+        it."""
+        if not any(self.ctx.qualname(decorator_target(d)) == "pytest.fixture" for d in func.decorators) or any(
+                isinstance(d.decorator, cst.Call) and any(a.keyword is not None and a.keyword.value == "autouse"
+                                                          for a in d.decorator.args) for d in func.decorators):
+            return False
+        block = self.ctx.parent(func)
+        # a fixture of the module serves every test of the file, those of its classes too; one of a class, the
+        # class's tests
+        candidates = self.ctx.nodes(cst.FunctionDef) if block is self.ctx.module else getattr(block, "body", ())
+        siblings = [s for s in candidates if isinstance(s, cst.FunctionDef) and s is not func]
+        name = func.name.value
+        requesters = [s for s in siblings
+                      if any(p.name.value == name for p in (*s.params.params, *s.params.kwonly_params))]
+        return bool(requesters) and all(
+            s.name.value.startswith("test") and any(self._marks_cuda_only(d.decorator) for d in s.decorators)
+            for s in requesters)
 
     def _requests_cuda_fixture(self, func: cst.FunctionDef) -> bool:
         """Does the test ``func`` request a pytest fixture of its file that returns only with CUDA (``def

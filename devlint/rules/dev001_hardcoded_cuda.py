@@ -183,7 +183,8 @@ for GPUs by count, Lightning's `@RunIf(min_cuda_gpus=1)`, and a case `pytest.par
 marks=RunIf(min_cuda_gpus=1))` of a parametrized test; a Ray actor or task declared `@ray.remote(num_gpus=1)`,
 which Ray runs only on a node with a GPU, its `__init__` included), a test that requests a
 pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
-tests call), or a class whose
+tests call), a fixture that only tests marked GPU-only request (in its file, or its class for a class's
+fixture; not `autouse`), or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group; also through a
 method it calls first, `self.setup_dist_env()`, or the `__init__` a subclass inherits); a module that
 raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
