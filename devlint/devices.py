@@ -301,6 +301,10 @@ DEVICE_STRING_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeErro
 # CUDA-only by design: a flow that starts a NCCL process group or picks its GPU from a launcher.
 PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
 NCCL = "nccl"
+# The byte signals of a file that names a NCCL backend, and of one that starts a process group itself (a project
+# that never does leaves it to a launcher library, which uses NCCL on GPUs)
+NCCL_TEXT = re.compile(rb"""["']nccl["']""", re.IGNORECASE)
+PROCESS_GROUP_TEXT = re.compile(rb"init_process_group")
 # (and OpenMMLab's launcher set-up, mmcv's and mmengine's init_dist: it calls torch.cuda.set_device for the
 # launched rank whatever the backend)
 CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device", "mmcv.runner.init_dist", "mmcv.runner.dist_utils.init_dist",

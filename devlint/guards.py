@@ -246,8 +246,9 @@ class Guards:
         launcher library (:attr:`Project.nccl`)?"""
         if self.ctx.project is not None:
             return self.ctx.project.nccl
-        return self.ctx.text is not None and (re.search(r"""["']nccl["']""", self.ctx.text, re.IGNORECASE) is not None
-                                              or "init_process_group" not in self.ctx.text)
+        data = self.ctx.text.encode("utf-8", "surrogateescape") if self.ctx.text is not None else None
+        return data is not None and (devices.NCCL_TEXT.search(data) is not None
+                                     or devices.PROCESS_GROUP_TEXT.search(data) is None)
 
     def _world_size_polarity(self, left: cst.BaseExpression, op: cst.BaseCompOp,
                              right: cst.BaseExpression) -> Polarity | None:
@@ -526,7 +527,7 @@ class Guards:
             return runs is Polarity.AVAILABLE
         if isinstance(expr, cst.Call) and any(
                 a.keyword is not None and a.keyword.value in devices.GPU_COUNT_KEYWORDS
-                and isinstance(a.value, cst.Integer) and int(a.value.value, 0) > 0 for a in expr.args):
+                and isinstance(a.value, cst.Integer) and _positive_number(a.value) for a in expr.args):
             return True  # Lightning's RunIf(min_cuda_gpus=1) (a project's own _RunIf(**kwargs) passes it on)
         if isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) == devices.RAY_REMOTE and any(
                 a.keyword is not None and a.keyword.value == "num_gpus" and _positive_number(a.value)
@@ -572,7 +573,7 @@ class Guards:
         class (``@gpu_test(gpu_count=1) def test_run(self, cfg)``)? pytest runs a fixture for the tests that
         request it: skipped tests run none. Not when a test without such a mark, or another fixture, requests
         it."""
-        if not any(self.ctx.qualname(decorator_target(d)) == "pytest.fixture" for d in func.decorators) or any(
+        if not self._is_fixture(func) or any(
                 isinstance(d.decorator, cst.Call) and any(a.keyword is not None and a.keyword.value == "autouse"
                                                           for a in d.decorator.args) for d in func.decorators):
             return False
@@ -582,8 +583,7 @@ class Guards:
         candidates = self.ctx.nodes(cst.FunctionDef) if block is self.ctx.module else getattr(block, "body", ())
         siblings = [s for s in candidates if isinstance(s, cst.FunctionDef) and s is not func]
         name = func.name.value
-        requesters = [s for s in siblings
-                      if any(p.name.value == name for p in (*s.params.params, *s.params.kwonly_params))]
+        requesters = [s for s in siblings if name in _requested(s)]
         return bool(requesters) and all(
             s.name.value.startswith("test") and any(self._marks_cuda_only(d.decorator) for d in s.decorators)
             for s in requesters)
@@ -592,12 +592,15 @@ class Guards:
         """Does the test ``func`` request a pytest fixture of its file that returns only with CUDA (``def
         mods(): require_cuda(); import kernels``, where ``require_cuda`` calls ``pytest.skip`` without it)?
         pytest skips the test before its body runs."""
-        requested = {p.name.value for p in (*func.params.params, *func.params.kwonly_params)}
+        requested = _requested(func)
         if not requested or not func.name.value.startswith("test"):
             return False
         return any(isinstance(stmt, cst.FunctionDef) and stmt.name.value in requested and stmt is not func
-                   and any(self.ctx.qualname(decorator_target(d)) == "pytest.fixture" for d in stmt.decorators)
-                   and self.requires_cuda(stmt, depth=1) for stmt in self.ctx.module.body)
+                   and self._is_fixture(stmt) and self.requires_cuda(stmt, depth=1) for stmt in self.ctx.module.body)
+
+    def _is_fixture(self, func: cst.FunctionDef) -> bool:
+        """Is ``func`` decorated ``@pytest.fixture`` (with or without arguments)?"""
+        return any(self.ctx.qualname(decorator_target(d)) == "pytest.fixture" for d in func.decorators)
 
     def _named_in_config(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
         """Does the file name the definition in a string outside any guard (the latent-diffusion template's
@@ -1215,11 +1218,15 @@ def _collective_functions(ctx: Context) -> frozenset[cst.FunctionDef]:
 
 
 def _positive_number(expr: cst.BaseExpression) -> bool:
-    """An integer or float literal above zero (``1``, ``0.5``)."""
-    try:
-        return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.value.replace("_", "")) > 0
-    except ValueError:
-        return False
+    """An integer or float literal above zero (``1``, ``0x10``, ``0.5``)."""
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0) > 0
+    return isinstance(expr, cst.Float) and float(expr.value) > 0
+
+
+def _requested(func: cst.FunctionDef) -> set[str]:
+    """The names of ``func``'s parameters: for a test, the pytest fixtures it requests."""
+    return {p.name.value for p in (*func.params.params, *func.params.kwonly_params)}
 
 
 def _builds_itself(cls: cst.ClassDef) -> bool:

@@ -369,7 +369,7 @@ class Project:
         """Does the project run a NCCL process group (its distributed code is CUDA-only by design)? Also when
         no file of it names ``init_process_group``: a launcher library (Lightning, accelerate, dora) starts the
         group, with NCCL on GPUs (on the real-code benchmark, 13 labelled helpers of such projects, no bug)."""
-        return self.any_file(_NCCL) or not self.any_file(_PROCESS_GROUP)  # (the files it rests on: consulted)
+        return self.any_file(devices.NCCL_TEXT) or not self.any_file(devices.PROCESS_GROUP_TEXT)  # (consulted)
 
     def any_file(self, pattern: re.Pattern[bytes]) -> bool:
         """Does some file of the project match ``pattern``? Cached per pattern; the files read are recorded as
@@ -636,8 +636,6 @@ class Project:
 
 # a called name: what `\bNAME\s*\(` finds (an identifier not preceded by a word character, then a parenthesis)
 _CALLED = re.compile(rb"\b([A-Za-z_]\w*)\s*\(")
-_NCCL = re.compile(rb"""["']nccl["']""", re.IGNORECASE)
-_PROCESS_GROUP = re.compile(rb"init_process_group")
 
 
 def top_level_imports(tree: ast.Module) -> frozenset[str]:
