@@ -6,7 +6,8 @@
 # Parts: `bash bench/device_check.sh [cuda] [verify] [facts] [suite]` (all by default; `verify` includes
 # `facts`). On an H100 machine
 # (2026-11-26) `cuda` took 200-270 s, `verify` 210-220 s and `suite` more than 150 s: `cuda verify` fit one
-# 560 s call (497 s); run `suite` in another.
+# 560 s call (497 s); run `suite` in another. On 2026-11-27 `cuda verify` took 525 s and `suite` more than 300 s
+# (cut short at 99%): it prints each test's result with its name (-v), so a cut-short log still names failures.
 set -u
 OUT="${OUT:-/tmp/devlint-device}"
 mkdir -p "$OUT"
@@ -60,7 +61,7 @@ show("torch.load(..., map_location=\"cpu\")", lambda: torch.load("/tmp/s.pt", ma
 '
 fi
 if [[ " $parts " == *" suite "* ]]; then
-    step suite 400 python3 -m pytest -q -p no:cacheprovider -n 12 -rfE tests \
+    step suite 400 python3 -m pytest -v -p no:cacheprovider -n 12 -rfE tests \
         --ignore=tests/test_server.py --ignore=tests/test_precommit.py --ignore=tests/test_packaging.py
 fi
 tail -n 3 "$OUT"/*.txt

@@ -286,6 +286,9 @@ AVAILABILITY_CALLS = frozenset({
     "torch.accelerator.is_available", "torch.accelerator.device_count", "torch.xpu.is_available",
     "torch.mps.device_count",
 })
+# Objects named for the accelerator that are no flag: `accelerator = Accelerator()`, then `if accelerator:` or
+# `if accelerator.sync_gradients:` says nothing about CUDA
+ACCELERATOR_OBJECTS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 # Words that make a name, call, string or function a device test or a GPU-only marker.
 GUARD_WORDS = re.compile(r"cuda|gpu|accelerat", re.IGNORECASE)
 # A condition string naming a device in use: device.type == "cpu", backend in ("mps", ...)
@@ -301,6 +304,12 @@ DEVICE_STRING_EXCEPTIONS = frozenset({"Exception", "BaseException", "RuntimeErro
 # CUDA-only by design: a flow that starts a NCCL process group or picks its GPU from a launcher.
 PROCESS_GROUP_INIT = "torch.distributed.init_process_group"
 NCCL = "nccl"
+# a process group's backend read from a command-line option that no file of the project defines comes from a
+# launcher library's parser: SwissArmyTransformer's (CogView3's and CogVideo's sat/) and Megatron-LM's
+# ``--distributed-backend`` default to "nccl"
+LAUNCHER_BACKEND = "distributed_backend"
+LAUNCHER_BACKEND_READ = re.compile(rb"\.distributed_backend\b")
+LAUNCHER_BACKEND_OPTION = re.compile(rb"""["']--distributed[-_]backend["']""")
 # The byte signals of a file that names a NCCL backend, and of one that starts a process group itself (a project
 # that never does leaves it to a launcher library, which uses NCCL on GPUs)
 NCCL_TEXT = re.compile(rb"""["']nccl["']""", re.IGNORECASE)
@@ -352,6 +361,10 @@ CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cu
 # TritonRMSNorm2d beside its other models) is not.
 GPU_KERNEL_LIBRARIES = frozenset({"triton", "tilelang", "cutlass", "transformer_engine", "vllm"})
 
+# ctypes' loaders of a native library: a module that loads one at its top and hands it a raw CUDA stream
+# (``stream.cuda_stream``) launches CUDA kernels (BitNet's gpu/ benchmark and model: libbitnet.so)
+NATIVE_LIBRARY_LOADERS = frozenset({"ctypes.CDLL", "ctypes.cdll.LoadLibrary", "ctypes.PyDLL"})
+
 
 def cuda_only_library(module: str) -> bool:
     """Is ``module`` (an imported module's dotted name) a library that needs an NVIDIA GPU (TensorRT, CuPy,
@@ -375,6 +388,9 @@ DISTRIBUTED_COLLECTIVES = frozenset({
     "torch.distributed.reduce", "torch.distributed.gather", "torch.distributed.scatter",
     "torch.distributed.all_to_all", "torch.distributed.reduce_scatter", "torch.distributed.all_gather_into_tensor",
     "torch.distributed.reduce_scatter_tensor",
+    # the object collectives pickle into tensors on the group's device: CUDA ones for a NCCL group
+    "torch.distributed.broadcast_object_list", "torch.distributed.all_gather_object",
+    "torch.distributed.gather_object", "torch.distributed.scatter_object_list",
 })
 
 

@@ -74,7 +74,7 @@ def _both(a: Polarity, b: Polarity, conj: bool) -> Polarity:
 class _Known(Exception):
     """Not an error: an answer already known, carried out of callee()'s search (Guards._cuda_only_call)."""
 
-    def __init__(self, value: bool) -> None:
+    def __init__(self, value: object) -> None:
         super().__init__()
         self.value = value
 
@@ -98,6 +98,7 @@ class Guards:
                 self._assigned.setdefault(name, []).append(ann.value)
         self._name_polarity: dict[str, Polarity] = {}
         self._requires: dict[tuple[int, int], bool] = {}
+        self._unless: dict[tuple[int, int], frozenset[str] | None] = {}
         self._entered: dict[tuple[int, int], bool] = {}
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
@@ -127,6 +128,8 @@ class Guards:
                 devices.gpu_kernel_library(ctx.qualname(decorator_target(d)) or "-") for d in stmt.decorators)
                for stmt in ctx.module.body):
             return True  # `@triton.jit` kernels at the top: the module needs Triton at import, however imported
+        if _launches_native_cuda_kernels(ctx):
+            return True
         return ctx.project is not None and ctx.project.imports_cuda_only(required, ctx.path)
 
     # --- polarity ------------------------------------------------------------------------------
@@ -366,14 +369,16 @@ class Guards:
                 return found  # use_gpu = torch.cuda.is_available() (and so on)
         if name in self._flags_of_cuda_only_flows():
             return Polarity.AVAILABLE  # `if distributed: init_process_group("nccl")`, later `if distributed:`
+        named = devices.is_guard_text(name.rsplit(".", 1)[-1])  # `args.cuda`, not `accelerator.sync_gradients`
         truthy = [v for v in values if _on_by_default(v) is True]
-        if truthy and devices.is_guard_text(name) and all(_on_by_default(v) is not None for v in values) \
+        if truthy and named and all(_on_by_default(v) is not None for v in values) \
                 and all(self.is_guarded(v, depth=0) for v in truthy):
             return Polarity.AVAILABLE  # cuda_flag = False; if torch.cuda.is_available(): cuda_flag = True
         if values and all(found is Polarity.NONE for found in computed):
             return Polarity.NONE  # USE_CUDA = True, args.num_gpus = gpus (on by default): not a check
-        if not devices.is_guard_text(name):
-            return Polarity.UNKNOWN
+        if not named or (values and all(isinstance(v, cst.Call)
+                                        and self.ctx.qualname(v.func) in devices.ACCELERATOR_OBJECTS for v in values)):
+            return Polarity.UNKNOWN  # accelerator = Accelerator(): an object, `if accelerator:` no check
         if self._flags.default(name) is True and name not in self._checked_flags():
             return Polarity.NONE  # --cuda defaulting to True (or --gpus to 1), never checked: not a guard
         if not values and (self._passed_polarity(name) is Polarity.NONE or self._dict_default_on(name)):
@@ -790,41 +795,79 @@ class Guards:
             key = ("requires_cuda", path, symbol, str(depth - 1))
             known, value = project.recall(key) if project is not None else (False, None)
             if known:
-                raise _Known(bool(value))
+                raise _Known(value)
             asked.append(key)
             return True
 
         try:
             found = callee(self.ctx, call, only)
         except _Known as known:
-            return known.value
+            return _returns_with_cuda(call, known.value)
         if found is None:
             return False
         other_ctx, func = found
 
-        def answer() -> bool:
-            return isinstance(func, cst.FunctionDef) and guards(other_ctx).requires_cuda(func, depth - 1)
+        def answer() -> tuple[tuple[str, int, bool], ...] | None:
+            if not isinstance(func, cst.FunctionDef):
+                return None
+            unless = guards(other_ctx).requires_cuda_unless(func, depth - 1)
+            return None if unless is None else _parameter_places(func, unless)
 
         if project is None or not asked or other_ctx is self.ctx:
-            return answer()
-        return project.remember(asked[-1], answer, asked[-1][1])
+            places = answer()
+        else:
+            places = project.remember(asked[-1], answer, asked[-1][1])
+        return _returns_with_cuda(call, places)
 
     def requires_cuda(self, func: cst.FunctionDef, depth: int = SUMMARY_DEPTH) -> bool:
         """Does ``func`` return only when CUDA is available (it exits or raises otherwise), or set up a
-        CUDA-only flow (NCCL, set_device) for its caller?"""
+        CUDA-only flow (NCCL, set_device) for its caller, whatever it is passed?"""
+        return self.requires_cuda_unless(func, depth) == frozenset()
+
+    def requires_cuda_unless(self, func: cst.FunctionDef, depth: int = SUMMARY_DEPTH) -> frozenset[str] | None:
+        """:meth:`requires_cuda`, also through a check its parameters' defaults switch on: Megatron's
+        ``initialize_megatron(neox_args, allow_no_cuda=False)`` asserts CUDA under ``if not allow_no_cuda:``,
+        so a call that does not pass ``allow_no_cuda`` returns only with CUDA. The parameters relied on at
+        their defaults (an empty set: none), or None when it may return without CUDA."""
         key = (id(func), depth)
-        if key not in self._requires:
-            self._requires[key] = False  # recursion: assume not while computing
+        if key not in self._unless:
+            self._unless[key] = None  # recursion: assume not while computing
             body = func.body.body if isinstance(func.body, cst.IndentedBlock) else []
-            found = False
+            found: frozenset[str] | None = None
             for stmt in body:
-                if self._guards_what_follows(stmt, terminating=True, depth=depth):
-                    found = True
+                # first: reading `not allow_no_cuda` as a flag would ask this very summary at the call sites
+                switched = self._default_switch(func, stmt)
+                if switched is not None and isinstance(stmt, cst.If):
+                    if self._arm_guards(stmt.body, True, depth):
+                        found = switched
+                        break
+                elif self._guards_what_follows(stmt, terminating=True, depth=depth):
+                    found = frozenset()
                     break
-                if _returns(stmt):
+                if _returns(stmt) and not (isinstance(stmt, cst.If) and stmt.orelse is None
+                                           and self.polarity(stmt.test) is Polarity.AVAILABLE):
                     break  # `else: args.distributed = False; return` before set_device: a path without CUDA
-            self._requires[key] = found
-        return self._requires[key]
+                    # (not `if dist.is_initialized(): return` in a NCCL project: that path has CUDA)
+            self._unless[key] = found
+        return self._unless[key]
+
+    @staticmethod
+    def _default_switch(func: cst.FunctionDef, stmt: cst.BaseStatement) -> frozenset[str] | None:
+        """``if not allow_no_cuda:`` (no ``else``) whose test is true at its parameter's default (``False``,
+        ``None``; ``if strict:`` with ``strict=True``): the parameter, else None."""
+        if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+            return None
+        test, negated = stmt.test, False
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, negated = test.expression, True
+        if not isinstance(test, cst.Name):
+            return None
+        param = next((p for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)
+                      if p.name.value == test.value), None)
+        if param is None or not isinstance(param.default, cst.Name) \
+                or param.default.value not in ("True", "False", "None"):
+            return None
+        return frozenset({test.value}) if (param.default.value == "True") != negated else None
 
     def is_guarded(self, node: cst.CSTNode, depth: int = 2) -> bool:
         """Does ``node`` run only where CUDA is certain? A ``try`` counts when a handler that catches device
@@ -878,6 +921,9 @@ class Guards:
         if text is not None or not isinstance(backend, cst.Attribute) or not isinstance(backend.value, cst.Name):
             return text
         option = self.ctx.shared("guards.options", command_line_options).get(backend.attr.value)
+        if option is None and backend.attr.value == devices.LAUNCHER_BACKEND and self.ctx.project is not None \
+                and self.ctx.project.launcher_backend:
+            return devices.NCCL  # an option no file of the project defines: the launcher library's parser's
         default = option.keywords.get("default") if option is not None else None
         return string_value(default) if default is not None else None
 
@@ -1046,6 +1092,32 @@ def _recovers(handler: cst.ExceptHandler) -> bool:
 _REPORTS = re.compile(r"^(print|warn|warnings\.\w+|traceback\.\w+|(logging|logger|log|LOGGER|_logger)\.\w+)$")
 
 
+def _parameter_places(func: cst.FunctionDef, names: frozenset[str]) -> tuple[tuple[str, int, bool], ...]:
+    """Where a call passes each of ``names``: (name, its position, or -1 for keyword-only, whether the first
+    positional parameter is ``self`` / ``cls``), as :meth:`Guards.requires_cuda_unless`'s answer is kept."""
+    positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+    bound = positional[:1] in (["self"], ["cls"])
+    return tuple((name, positional.index(name) if name in positional else -1, bound) for name in sorted(names))
+
+
+def _returns_with_cuda(call: cst.Call, places: object) -> bool:
+    """Does the called function return only with CUDA, given what ``call`` passes: its parameters relied on at
+    their defaults (``places``: :func:`_parameter_places`, None when it may return without CUDA) are not passed
+    (by keyword, by position, or maybe through ``*args`` / ``**kwargs``)?"""
+    if not isinstance(places, tuple):
+        return bool(places)
+    if places and any(a.star for a in call.args):
+        return False
+    given = sum(1 for a in call.args if a.keyword is None)
+    for name, index, bound in places:
+        if any(a.keyword is not None and a.keyword.value == name for a in call.args):
+            return False
+        shift = 1 if bound and isinstance(call.func, cst.Attribute) else 0
+        if index >= 0 and given > index - shift:
+            return False
+    return True
+
+
 def _returns(stmt: cst.CSTNode) -> bool:
     """Does ``stmt`` hold a ``return`` of its own function (not of a function or lambda nested in it)?"""
     stack: list[cst.CSTNode] = [stmt]
@@ -1077,6 +1149,18 @@ def _number(expr: cst.BaseExpression) -> float | None:
         inner = _number(expr.expression)
         return -inner if inner is not None else None
     return None
+
+
+def _launches_native_cuda_kernels(ctx: Context) -> bool:
+    """Does the module load a native library at its top (``lib = ctypes.CDLL("kernels/libbitnet.so")``) and hand
+    it a raw CUDA stream (``ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)``)? Its kernels are CUDA
+    kernels and the module a launcher for them: it runs only with CUDA, as a module of ``@triton.jit`` kernels
+    does."""
+    if not any(a.attr.value == "cuda_stream" for a in ctx.nodes(cst.Attribute)):
+        return False
+    return any(isinstance(small.value, cst.Call) and ctx.qualname(small.value.func) in devices.NATIVE_LIBRARY_LOADERS
+               for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
+               for small in stmt.body if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Expr)))
 
 
 def _own_imports(ctx: Context) -> frozenset[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
@@ -196,9 +197,17 @@ class Project:
         found = self._module_index().get(module)
         if not found:
             return None
+        near = os.path.abspath(near)
+        top = module.partition(".")[0]
+        if top in sys.stdlib_module_names:
+            # `import math` is the standard library's, not a project's mmdit/math.py: only a file beside a
+            # script (its folder is first on sys.path) shadows it, and never a module built into Python
+            found = [p for p in found if os.path.dirname(p) == os.path.dirname(near)
+                     and top not in sys.builtin_module_names]
+            if not found:
+                return None
         if len(found) == 1:
             return found[0]
-        near = os.path.abspath(near)
         return max(found, key=lambda p: len(os.path.commonpath([os.path.abspath(p), near])))
 
     def resolve_relative_name(self, path: str, spec: tuple[int, str, str]) -> tuple[str, str] | None:
@@ -369,7 +378,15 @@ class Project:
         """Does the project run a NCCL process group (its distributed code is CUDA-only by design)? Also when
         no file of it names ``init_process_group``: a launcher library (Lightning, accelerate, dora) starts the
         group, with NCCL on GPUs (on the real-code benchmark, 13 labelled helpers of such projects, no bug)."""
-        return self.any_file(devices.NCCL_TEXT) or not self.any_file(devices.PROCESS_GROUP_TEXT)  # (consulted)
+        return self.any_file(devices.NCCL_TEXT) or not self.any_file(devices.PROCESS_GROUP_TEXT) \
+            or self.launcher_backend  # (consulted)
+
+    @property
+    def launcher_backend(self) -> bool:
+        """Does the project start its process group with the backend of a launcher library's option
+        (``backend=args.distributed_backend`` where no file of it defines ``--distributed-backend``: SAT's and
+        Megatron-LM's parsers do, defaulting to "nccl")?"""
+        return self.any_file(devices.LAUNCHER_BACKEND_READ) and not self.any_file(devices.LAUNCHER_BACKEND_OPTION)
 
     def any_file(self, pattern: re.Pattern[bytes]) -> bool:
         """Does some file of the project match ``pattern``? Cached per pattern; the files read are recorded as
@@ -463,6 +480,11 @@ class Project:
             self._targets[key] = held
         return held
 
+    def import_file(self, module: str, importer: str) -> str | None:
+        """The file of a module that ``importer`` imports (``a.b``, or relative as written: ``..a``), None when
+        it is not one of the run's files."""
+        return self._import_file(module, importer)
+
     def _import_file(self, module: str, importer: str) -> str | None:
         """The file of an imported module: absolute (``models.op.fused_act``) or relative to the importer
         (``.op.deform_attn``, leading dots as written), None when it is not one of the run's files."""
@@ -514,6 +536,25 @@ class Project:
                 called = func.value if isinstance(func, cst.Name) else (
                     func.attr.value if isinstance(func, cst.Attribute) else None)
                 if called == name:
+                    found.append((ctx, call))
+        return found
+
+    def calls_with_keywords(self, keywords: frozenset[str]) -> list[tuple[Context, cst.Call]] | None:
+        """Every call that passes all of ``keywords`` by keyword, in the run's files whose bytes hold each as
+        ``name=``; None when too many files hold them to look at them all."""
+        words = [re.compile(rb"\b" + re.escape(k.encode()) + rb"\s*=(?!=)") for k in sorted(keywords)]
+        rare = max(keywords, key=len).encode()
+        files = [p for p in self.paths if rare in (data := self.read(p) or b"") and all(w.search(data) for w in words)]
+        self.consulted.update(self.paths)
+        if len(files) > self.MAX_CALLER_FILES:
+            return None
+        found: list[tuple[Context, cst.Call]] = []
+        for path in files:
+            ctx = self.context(path)
+            if ctx is None:
+                continue
+            for call in ctx.nodes(cst.Call):
+                if keywords <= {a.keyword.value for a in call.args if a.keyword is not None}:
                     found.append((ctx, call))
         return found
 
@@ -1087,6 +1128,9 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
         return False  # handed around (`renderer = render_rays`, `bench_fn = TrainBenchmarkRunner`): its calls
         # are not all to be found by name
     if not sites:
+        if _constructed_by_lookup(ctx, func, param):
+            return False  # nnU-Net's trainers: `trainer_class = find_class(name)` then `trainer_class(plans=...,
+            # ..., device=device)`, the call passing every parameter of their __init__ by keyword
         return _public(ctx, func)  # no call in the project: the users of a public API get the default
     from devlint.guards import guards
 
@@ -1095,6 +1139,29 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
         if _leaves_default(call, param.name.value, index, bound) and not guards(site_ctx).is_guarded(call, depth=0):
             return True  # (a call under `if torch.cuda.is_available():` may rely on a "cuda" default)
     return False
+
+
+def _constructed_by_lookup(ctx: Context, func: cst.FunctionDef, param: cst.Param) -> bool:
+    """Is ``func`` the ``__init__`` of a class the project builds from a class it looks up at run time (a
+    variable called, not a name of the project): a call whose keywords name every parameter without a default
+    (at least three) and ``param``, each call of that shape passing ``param``?"""
+    project = ctx.project
+    if project is None or func.name.value != "__init__" or param.default is None:
+        return False
+    params = [*func.params.posonly_params, *func.params.params, *func.params.kwonly_params]
+    required = frozenset(p.name.value for p in params[1:] if p.default is None)
+    if len(required) < 3:
+        return False
+    keywords = required | {param.name.value}
+
+    def answer() -> bool:
+        calls = project.calls_with_keywords(keywords)
+        return bool(calls) and all(isinstance(call.func, cst.Name) and callee(site_ctx, call) is None
+                                   for site_ctx, call in calls or ())
+
+    key = ("constructed_by_lookup", *sorted(keywords))
+    known, held = project.recall(key)
+    return bool(held) if known else project.remember(key, answer, os.path.abspath(ctx.path))
 
 
 def _position(ctx: Context, func: cst.FunctionDef, param: cst.Param) -> tuple[int | None, bool]:

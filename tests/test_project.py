@@ -200,3 +200,36 @@ def test_a_process_group_started_elsewhere_decides_the_helpers(tmp_path, monkeyp
     (tmp_path / "train.py").write_text('import torch.distributed as dist\n\n\ndef main(rank, n):\n'
                                        '    dist.init_process_group("gloo", rank=rank, world_size=n)\n')
     assert [(f.code, f.start.row, f.start.column) for f in lint().findings] == [("DEV001", 8, 43)]
+
+
+def test_a_standard_module_name_resolves_only_beside_the_importer(tmp_path):
+    """``import math`` is the standard library's: a project file named math.py elsewhere in the tree is not it;
+    one beside a script (its folder first on sys.path) shadows it, unless the module is built into Python."""
+    from devlint.project import Project
+
+    for rel in ("attn/math.py", "ops/interp.py", "kernels/platform.py", "kernels/bench.py", "kernels/sys.py",
+                "models/unet.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    project = Project(str(p) for p in tmp_path.rglob("*.py"))
+    assert project.module_file("math", str(tmp_path / "ops/interp.py")) is None
+    assert project.module_file("platform", str(tmp_path / "kernels/bench.py")) == str(tmp_path / "kernels/platform.py")
+    assert project.module_file("sys", str(tmp_path / "kernels/bench.py")) is None  # built in: never shadowed
+    assert project.module_file("unet", str(tmp_path / "ops/interp.py")) == str(tmp_path / "models/unet.py")
+
+
+def test_calls_with_keywords_finds_every_call_naming_them(tmp_path):
+    """The calls that pass every one of the keywords, whatever they call (a class looked up at run time)."""
+    from devlint.project import Project
+
+    (tmp_path / "run.py").write_text(
+        "def get(name, plans, fold, device):\n"
+        "    cls = find(name)\n"
+        "    a = cls(plans=plans, fold=fold, device=device)\n"
+        "    b = cls(plans=plans, fold=fold)\n"
+        "    return a, b\n")
+    (tmp_path / "other.py").write_text("y = 1\n")
+    project = Project(str(p) for p in tmp_path.rglob("*.py"))
+    found = project.calls_with_keywords(frozenset({"plans", "fold", "device"}))
+    assert found is not None and [call_ctx.code(call) for call_ctx, call in found] == [
+        "cls(plans=plans, fold=fold, device=device)"]

@@ -101,7 +101,9 @@ project mentions its name, which may import and read it), in the `else` of
 `if not torch.cuda.is_available():`, or after an early exit when CUDA is unavailable (`sys.exit`, `raise`,
 `parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
 (`init_env(args)` that exits without a GPU; followed up to four calls deep, dinov2's `setup(args)` ->
-`default_setup(args)` -> `distributed.enable()`), guards held in a variable (`use_gpu = torch.cuda.is_available()`;
+`default_setup(args)` -> `distributed.enable()`; also an exit that a parameter's default switches on, Megatron's
+`initialize_megatron(args, allow_no_cuda=False)` asserting CUDA under `if not allow_no_cuda:`, where the call does
+not pass that parameter), guards held in a variable (`use_gpu = torch.cuda.is_available()`;
 also a flag imported from a module of the project that assigns it once so, torchtune's `_SUPPORTS_FLEX_ATTENTION`)
 or returned by a function of the project (`if not enough_gpus(2): sys.exit()` where every `return` of
 `enough_gpus` needs an accelerator: `return torch.accelerator.is_available() and count >= n`), a flag set to
@@ -109,7 +111,9 @@ or returned by a function of the project (`if not enough_gpus(2): sys.exit()` wh
 torch.cuda.is_available():`), a flag whose `if` somewhere in the file starts a CUDA-only flow (`if distributed:
 dist.init_process_group("nccl")`: a later `if distributed:` is that flow; also one set to `True` in a block
 that then starts such a flow, `distributed = True` / `init_dist(args.launcher, **cfg.dist_params)`),
-an opt-in flag that is off by default (`--cuda` with `action="store_true"`), a function every call of which
+an opt-in flag that is off by default (`--cuda` with `action="store_true"`; a flag is named for the GPU by its
+own name, `args.use_gpu`, not by what holds it: `accelerator.sync_gradients` is no check, nor is `if accelerator:`
+of an `Accelerator()` object), a function every call of which
 in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
 it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`;
 not when another file of the project imports it), code in a `try` whose handler catches the error
@@ -125,7 +129,10 @@ class the project subclasses or hands around as a value, `build(RunConfig)`, nor
 methods), code in functions marked as GPU-only (a decorator or name
 that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
-overrides or makes only where CUDA is certain (calls through `from module import *` count; a call under
+overrides or makes only where CUDA is certain (calls through `from module import *` count; so does, for the
+`__init__` of a class the project never builds by name, nnU-Net's trainers, a call of a class looked up at run
+time that names every parameter without a default, three or more, and the device: `trainer_class(plans=plans,
+..., device=device)`; a call under
 `if torch.cuda.is_available():` may leave the default) or that the function only compares or hands to a
 torch query or reads only where CUDA is certain (past a first statement `import triton`), the default of a
 function also bound to another name (`renderer = render_rays`: it is called
@@ -163,7 +170,10 @@ An early exit guards what follows only when its condition is true whenever CUDA 
 torch.cuda.is_available():`, `if not torch.cuda.is_available() or not flash:`).
 
 CUDA-only by design (not reported): a flow that starts a NCCL process group (`init_process_group("nccl")`,
-`backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`; OpenMMLab's
+`backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`,
+`backend=args.distributed_backend` where no file of the project defines `--distributed-backend`: it comes from
+SwissArmyTransformer's or Megatron-LM's parser, default `"nccl"`; a function that sets one up is such a start for
+its callers, also past an early `if torch.distributed.is_initialized(): return` in a NCCL project; OpenMMLab's
 `init_dist`, mmcv's or mmengine's, which sets the launched rank's GPU), builds a launcher
 told to use the GPU (`L.Fabric(accelerator="cuda")`, a Lightning `Trainer(accelerator="gpu")`: without CUDA
 it raises at construction; the methods of a `LightningLite` subclass every construction of which says
@@ -201,7 +211,9 @@ module that imports a CUDA-only
 library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d; also, for the importing module itself
 only, a GPU kernel language or GPU-only engine: Triton, TileLang, CUTLASS's CuTe DSL, Transformer Engine, vLLM,
 not the modules of the project that import it for one layer; a module that defines `@triton.jit` kernels at its
-top needs Triton even when it imports it under `if _TRITON_AVAILABLE:`) or one of the project's own
+top needs Triton even when it imports it under `if _TRITON_AVAILABLE:`; a module that loads a native library
+at its top, `lib = ctypes.CDLL("kernels/libbitnet.so")`, and hands it a raw CUDA stream, `stream.cuda_stream`,
+launches CUDA kernels; loading a library alone says nothing) or one of the project's own
 CUDA kernels (an extension its `setup.py` builds with `CUDAExtension`, also through a name the class is
 assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp_extension.load` of `.cu`
 sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), or a module of

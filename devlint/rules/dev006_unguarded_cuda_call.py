@@ -16,7 +16,7 @@ from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.guards import guards, instance_method, walk
 from devlint.lazy import LazyModule
-from devlint.project import call_sites, caller_words
+from devlint.project import call_sites, callee, caller_words
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
 from devlint.rules.fixes import torch_name
 from devlint.screen import AstIndex, Scope, dotted
@@ -134,18 +134,20 @@ code is GPU-only by design:
 - the body of an `if` whose condition calls a helper of the file that asks for an accelerator
   (`if self._accelerator_serves():` where the helper calls `torch.accelerator.current_accelerator()`).
 
-Where it reports: only in files that have a fallback somewhere, a path they take without CUDA — the file
-asks whether there is a GPU (`torch.cuda.is_available()`, `torch.accelerator.is_available()`, a
-`device_count()` compared with zero or tested as a truth value; not a question only printed or logged,
-`print("CUDA available:", torch.cuda.is_available())`), compares a device with `"cpu"` or `"mps"`,
-chooses `"cpu"` / `"mps"` (a branch of a conditional expression, a device variable, a `device="cpu"` parameter
-default, a `--device` option's default, a `"device"` config entry, a flag set for the CPU, `cpu = True`), or has
-a GPU option that can be turned
-off (`--cpu`, `--no-cuda`, a `--cuda` switch: `action="store_true"` / `"store_false"`, a `True`, `False` or
-`None` default, so `--cuda False` is one of its values; not an option that keeps one part on the CPU,
-`--model-ema-force-cpu`, `--cpu-offload`), or a device option (`--device`, whatever its default:
-`--device cpu` is one of its values). In a project run, a file with no fallback of its own is reported
-where a script of the project that has one calls the function holding the call, with no check at the call:
+Where it reports: only in files that have a fallback somewhere, a path they take without CUDA — the file asks
+whether there is a GPU (`torch.cuda.is_available()`, `torch.accelerator.is_available()`, a `device_count()`
+compared with zero or tested as a truth value; not a question only printed or logged, `print("CUDA available:",
+torch.cuda.is_available())`), compares a device with `"cpu"` or `"mps"`, chooses `"cpu"` / `"mps"` (a branch of a
+conditional expression, a device variable, a `device="cpu"` parameter default, a `--device` option's default, a
+`"device"` config entry, a flag set for the CPU, `cpu = True`), or has a GPU option that can be turned off
+(`--cpu`, `--no-cuda`, a `--cuda` switch: `action="store_true"` / `"store_false"`, a `True`, `False` or `None`
+default, so `--cuda False` is one of its values; not an option that keeps one part on the CPU,
+`--model-ema-force-cpu`, `--cpu-offload`, Wan's `--t5_cpu`; nor a count, `--n_cpu`), or a device option
+(`--device`, whatever its default: `--device cpu` is one of its values), or, in a project run, takes a value from
+a function of another file of the project that chooses a device with a fallback (nanochat's `device_type =
+autodetect_device_type()`: the function asks for an accelerator, names `"cpu"` or `"mps"` and returns a value).
+In a project run, a file with no fallback of its own is reported where a script of the project that has one calls
+the function holding the call, with no check at the call:
 the `engine.py` whose `train_one_epoch` synchronises, run by `main.py --device cpu` (DeiT, ConvNeXt, MAE,
 torchvision's references); for a method, also where such a script builds its class, with no check there
 (`gui = NeRFGUI(opt, trainer)` under `if opt.gui:`, whose steps time themselves with CUDA events; the class
@@ -290,7 +292,8 @@ cell's source is rewritten).
             return False
         guarded = index.availability_guarded()  # guards.py reports none of these
         open_calls = [call for call in calls if id(call) not in guarded]
-        return bool(open_calls) and (_screen_agnostic(index) or _screen_called_with_fallback(index, open_calls))
+        return bool(open_calls) and (_screen_agnostic(index) or _screen_device_from_fallback(index)
+                                     or _screen_called_with_fallback(index, open_calls))
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.imports_torch:
@@ -447,7 +450,34 @@ def _device_agnostic(ctx: Context) -> bool:
             return True
     if any(_chooses_cpu_flag(assign) for assign in ctx.nodes(cst.Assign)):
         return True
-    return any(_gpu_opt_in(name, option) for name, option in command_line_options(ctx).items())
+    if any(_gpu_opt_in(name, option) for name, option in command_line_options(ctx).items()):
+        return True
+    return ctx.project is not None and any(_device_from_fallback(ctx, call) for call in ctx.nodes(cst.Call))
+
+
+def _device_from_fallback(ctx: Context, call: cst.Call) -> bool:
+    """Does ``call`` take its value from a function of another file of the project that chooses a device with a
+    fallback (nanochat's ``device_type = autodetect_device_type()``: cuda if available, else mps, else cpu)?
+    The file then runs on whatever that function chose: the CPU or a Mac without CUDA too."""
+    if not isinstance(call.func, cst.Name) or isinstance(ctx.parent(call), cst.Expr):
+        return False
+    project = ctx.project
+    if project is None:
+        return False
+    found = callee(ctx, call, lambda path, _symbol: _maybe_chooser(project.read(path)))
+    if found is None or found[0] is ctx:
+        return False
+    helper_ctx, func = found
+    return isinstance(func, cst.FunctionDef) and helper_ctx.shared(
+        f"dev006.chooser.{id(func)}", lambda c: _chooses_with_fallback(c, func))
+
+
+def _chooses_with_fallback(ctx: Context, func: cst.FunctionDef) -> bool:
+    """Does ``func`` ask whether an accelerator is there, name "cpu" or "mps", and return a value?"""
+    nodes = list(walk(func.body))
+    return (any(isinstance(n, cst.Call) and _asks_availability(ctx, n) for n in nodes)
+            and any(isinstance(n, cst.SimpleString) and string_value(n) in _OTHER_DEVICES for n in nodes)
+            and any(isinstance(n, cst.Return) and n.value is not None for n in nodes))
 
 
 # A flag that says the run is on the CPU (the latent-diffusion template's `cpu = True` where no --gpus was given).
@@ -476,6 +506,30 @@ def _screen_agnostic(index: AstIndex) -> bool:
                for node in ast_walk(index.tree))
 
 
+def _screen_device_from_fallback(index: AstIndex) -> bool:
+    """:func:`_device_from_fallback` over CPython's ``ast`` and bytes, saying "maybe" wherever it could say yes:
+    the file calls a name it imports from a module of the project whose file holds what a device chooser
+    needs."""
+    project, path = index.project, index.path
+    if project is None or path is None:
+        return False
+    called = {call.func.id for call in index.calls if isinstance(call.func, ast.Name)}
+    for node in ast_walk(index.tree):
+        if not isinstance(node, ast.ImportFrom) or not any((a.asname or a.name) in called for a in node.names):
+            continue
+        target = project.import_file("." * node.level + (node.module or ""), path)
+        if target is not None and _maybe_chooser(project.read(target)):
+            return True
+    return False
+
+
+def _maybe_chooser(data: bytes | None) -> bool:
+    """Does a file hold what a function choosing a device with a fallback needs (a query and "cpu" / "mps")?"""
+    return data is not None and _QUERY_TEXT.search(data) is not None and _OTHER_DEVICE_TEXT.search(data) is not None
+
+
+_QUERY_TEXT = re.compile(rb"is_available|device_count|current_accelerator")
+_OTHER_DEVICE_TEXT = re.compile(rb"cpu|mps")
 # What a caller's file holds when :func:`_screen_agnostic` may say yes of it (as bytes).
 _MAYBE_FALLBACK = re.compile(rb"cpu|mps|is_available|add_argument|device_count|accelerator")
 _MAYBE_SCRIPT = re.compile(rb"__main__|^(?:for|while|with)\b|^[\w.]+\(", re.M)  # what is_script may say yes of
@@ -581,16 +635,26 @@ _PART_OF_PROGRAM = frozenset({"ema", "offload", "data", "dataloader", "loader", 
                               "swap", "workers", "threads"})
 
 
+# The words of an option that puts the whole program on the CPU (`--cpu`, `--cpu-only`, `--always-cpu`); another
+# word names the part kept there (`--t5_cpu`, `--text_encoder_cpu`) or counts CPUs (`--n_cpu`).
+_CPU_SWITCH_WORDS = frozenset({"cpu", "use", "only", "force", "on", "run", "in", "to", "always", "all", "mode",
+                               "is", "with"})
+
+
 def _gpu_opt_in(name: str, option: CommandLineOption) -> bool:
-    """A command-line option that makes the GPU optional: ``--cpu``, ``--no-cuda``, a ``--cuda`` / ``--gpu``
+    """A command-line option that makes the GPU optional: ``--cpu`` (not ``--t5_cpu``: one part kept on the CPU;
+    not ``--n_cpu``: a count), ``--no-cuda``, a ``--cuda`` / ``--gpu``
     switch (``action="store_true"`` / ``"store_false"``, ``default=True``, ``False`` or ``None``: it can be
     turned off), or a device option
     (``--device``, ``--eval-device``: whatever its default, ``--device cpu`` is one of its values)."""
     words = name.lower().split("_")
     if not _PART_OF_PROGRAM.isdisjoint(words):
         return False  # --model-ema-force-cpu, --cpu-offload: one part kept on the CPU, the program on the GPU
-    if "cpu" in words or ("no" in words and devices.is_guard_text(name)) or words[-1] == "device":
-        return True
+    if ("cpu" in words and _CPU_SWITCH_WORDS.issuperset(words)) or ("no" in words and devices.is_guard_text(name)) \
+            or words[-1] == "device":
+        return True  # --cpu, --use-cpu, --force-cpu; not --t5_cpu, --vae-in-cpu (one part), --n_cpu (a count)
+    if "cpu" in words:
+        return False
     if not devices.is_guard_text(name):
         return False
     default = option.keywords.get("default")
