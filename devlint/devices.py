@@ -323,6 +323,9 @@ CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device", "mmcv.runner.init_dist", "
 # for GPU", diffusers 0.42.1 models/attention_processor.py and models/attention.py; ModuleNotFoundError without
 # xformers), so what follows an unconditional call runs only with CUDA
 XFORMERS_ENABLERS = frozenset({"enable_xformers_memory_efficient_attention"})
+# ... and the setter it calls, when told True (`set_use_memory_efficient_attention_xformers(True)`; False turns
+# xformers off and raises nothing)
+XFORMERS_SETTER = "set_use_memory_efficient_attention_xformers"
 # Libraries that need an NVIDIA GPU: a module importing one is CUDA-only by design.
 # Libraries built on torch whose models and tensors are torch's: a file that imports one and no torch still
 # moves torch modules (``AutoModel.from_pretrained(...).half().cuda()``, ``lpips.LPIPS(net='alex').cuda()``).

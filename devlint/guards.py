@@ -782,6 +782,9 @@ class Guards:
             return True
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in devices.XFORMERS_ENABLERS:
             return True  # pipe.enable_xformers_memory_efficient_attention(): raises without CUDA
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == devices.XFORMERS_SETTER and call.args \
+                and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "True":
+            return True  # pipe.set_use_memory_efficient_attention_xformers(True): the same switch
         return depth > 0 and self._callee_requires_cuda(call, depth)
 
     def _callee_requires_cuda(self, call: cst.Call, depth: int) -> bool:
@@ -980,6 +983,22 @@ class Guards:
 
     def _guards_child(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool:
         """Does ``anc`` guard its part ``child``?"""
+        branch = self._branch_guards(anc, child)
+        if branch is not None:
+            return branch
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return self._cuda_only_definition(anc)
+        if isinstance(anc, cst.Try) and child is anc.body:
+            return any(_catches_device_errors(h) and _recovers(h) for h in anc.handlers)
+        if isinstance(anc, cst.ExceptHandler) and child is anc.body:
+            return self._out_of_memory_fallback(anc)
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+            return self._after_guard(anc, child)
+        return isinstance(anc, cst.Call) and self._marked_case(anc, child)
+
+    def _branch_guards(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool | None:
+        """Does the condition of ``anc`` (an ``if``, ``while``, conditional expression, ``and`` / ``or``, or
+        comprehension) guard its part ``child``? None when ``anc`` is none of those."""
         if isinstance(anc, (cst.If, cst.While)) and child is not anc.test:
             if child is anc.body:
                 return self.polarity(anc.test) is Polarity.AVAILABLE
@@ -994,15 +1013,19 @@ class Guards:
             if isinstance(anc.operator, cst.And):
                 return self.polarity(anc.left) is Polarity.AVAILABLE
             return self._implies_unavailable(anc.left)  # `a or b`: b runs when a is false
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
-            return self._cuda_only_definition(anc)
-        if isinstance(anc, cst.Try) and child is anc.body:
-            return any(_catches_device_errors(h) and _recovers(h) for h in anc.handlers)
-        if isinstance(anc, cst.ExceptHandler) and child is anc.body:
-            return self._out_of_memory_fallback(anc)
-        if isinstance(anc, (cst.IndentedBlock, cst.Module)):
-            return self._after_guard(anc, child)
-        return isinstance(anc, cst.Call) and self._marked_case(anc, child)
+        if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)) and child is not anc.for_in:
+            return self._comprehension_guards(anc.for_in)  # [name(d) for d in ds if d.type == "cuda"]
+        return None
+
+    def _comprehension_guards(self, clause: cst.CompFor | None) -> bool:
+        """Does a comprehension's ``if`` clause (of any of its ``for`` clauses) imply an accelerator? Its element is
+        built only for the items that pass (``[torch.cuda.get_device_name(d.index) for d in devices if d.type ==
+        "cuda"]``)."""
+        while clause is not None:
+            if any(self.polarity(cond.test) is Polarity.AVAILABLE for cond in clause.ifs):
+                return True
+            clause = clause.inner_for_in
+        return False
 
     def _marked_case(self, call: cst.Call, child: cst.CSTNode) -> bool:
         """Is ``child`` a value of ``pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))``, a test

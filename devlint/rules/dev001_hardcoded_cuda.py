@@ -126,7 +126,8 @@ opt.debug: pdb.post_mortem()` then `raise`), nor a
 function holding the line; the methods of a class every construction of which in the project is guarded
 (a trainer built only after the GPU is set up, also through a package's `from .trainers import *`; not a
 class the project subclasses or hands around as a value, `build(RunConfig)`, nor its static and class
-methods), code in functions marked as GPU-only (a decorator or name
+methods), the element of a comprehension whose `if` implies CUDA (`[torch.cuda.get_device_name(d.index) for d in
+devices if d.type == "cuda"]`), code in functions marked as GPU-only (a decorator or name
 that mentions CUDA/GPU), strings in prints, comparisons (`torch.device("cuda") in devices`, `x.device ==
 torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every call in the linted tree
 overrides or makes only where CUDA is certain (calls through `from module import *` count; so does, for the
@@ -178,9 +179,9 @@ its callers, also past an early `if torch.distributed.is_initialized(): return` 
 told to use the GPU (`L.Fabric(accelerator="cuda")`, a Lightning `Trainer(accelerator="gpu")`: without CUDA
 it raises at construction; the methods of a `LightningLite` subclass every construction of which says
 `accelerator="gpu"`, `Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)`), switches a diffusers
-pipeline or model to xformers attention (`pipe.enable_xformers_memory_efficient_attention()`: diffusers raises
-there without CUDA) or picks its GPU
-from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
+pipeline or model to xformers attention (`pipe.enable_xformers_memory_efficient_attention()`, or the setter it
+calls told `True`, `set_use_memory_efficient_attention_xformers(True)`: diffusers raises there without CUDA) or
+picks its GPU from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
 number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
 function, the functions defined there after it (and the methods of a class defined there: a test's own
 autograd Function) and those only called from there; a class or function that declares itself GPU-only by name
