@@ -121,7 +121,7 @@ class Guards:
         needs Triton, however it imports it), a CUDA-only library, a CUDA extension the project builds
         (CUDAExtension in its setup.py), or a module of the project that does so?"""
         ctx = self.ctx
-        required = _own_imports(ctx)
+        required = own_imports(ctx)
         if any(devices.cuda_only_library(m) or devices.gpu_kernel_library(m) for m in required):
             return True
         if any(isinstance(stmt, cst.FunctionDef) and any(
@@ -1186,7 +1186,7 @@ def _launches_native_cuda_kernels(ctx: Context) -> bool:
                for small in stmt.body if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Expr)))
 
 
-def _own_imports(ctx: Context) -> frozenset[str]:
+def own_imports(ctx: Context) -> frozenset[str]:
     """The modules the file being linted imports unconditionally at its top (project.top_level_imports, the
     reading the import walk uses for every other file): kept from the pre-filter's parse when the text is the
     same, else read from this text."""

@@ -480,6 +480,28 @@ class Project:
             self._targets[key] = held
         return held
 
+    def imports_torch_code(self, modules: Iterable[str], near: str) -> bool:
+        """Does one of ``modules`` (``top_level_imports`` of the file ``near``) name a module of the project whose
+        file imports torch, directly or where a package re-exports the name (``from mobile_sam import
+        sam_model_registry``, defined in mobile_sam/build_sam.py)? A script built on the project's own torch
+        code uses torch without importing it."""
+        for marked in modules:
+            if marked.startswith("|"):
+                continue
+            files: list[str | None]
+            if marked.startswith("?"):
+                package, _, name = marked[1:].rpartition(".")
+                path = self._import_file(package, near) if package else None
+                files = [path, self.follow_export(path, name)[0]] if path is not None else []
+            else:
+                files = [self._import_file(marked, near)]
+            for path in files:
+                if path is not None and path != os.path.abspath(near):
+                    self.consulted.add(path)
+                    if _TORCH_IMPORT.search(self.read(path) or b""):
+                        return True
+        return False
+
     def import_file(self, module: str, importer: str) -> str | None:
         """The file of a module that ``importer`` imports (``a.b``, or relative as written: ``..a``), None when
         it is not one of the run's files."""
@@ -916,6 +938,7 @@ def _regular_file(path: str, flags: int) -> int:
 
 
 # bytes that a CUDA source list or a CUDA inline build shows (the cheap test before the parse)
+_TORCH_IMPORT = re.compile(rb"(?m)^[ \t]*(?:import[ \t]+torch\b|from[ \t]+torch\b)")
 _CUDA_SOURCE = re.compile(rb"\.cu[\"']|cuda_sources")
 # How many imports away a CUDA-only module makes the importing file CUDA-only (every hop a top-level,
 # unconditional import: importing the file raises without CUDA at any depth; the bound keeps the walk short)

@@ -20,9 +20,9 @@ from devlint.bindings import device_name_at
 from devlint.context import Context, decorator_target, dotted_name, string_value
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
-from devlint.guards import Guards, Polarity, guards, walk
+from devlint.guards import Guards, Polarity, guards, own_imports, walk
 from devlint.lazy import LazyModule
-from devlint.project import callee, field_relies_on_default, relies_on_default
+from devlint.project import callee, field_relies_on_default, relies_on_default, top_level_imports
 from devlint.rules.base import Invalid, Rule, Valid, replace_token
 from devlint.rules.fixes import fallback_expr, needs_parens, paren_call_insert, preferred_quote, quote_at
 from devlint.screen import AstIndex, dotted
@@ -152,7 +152,9 @@ nn.MSELoss(reduction="mean")`): on torch 2.13.0+cpu their `.cuda()` returns with
 Files that never import torch, nor a library built on torch whose models and tensors are torch's
 (transformers, diffusers, peft, sentence-transformers, timm, torchvision, torchaudio, lpips, kornia,
 open_clip, Lightning, accelerate: `AutoModel.from_pretrained(...).half().cuda()` in a demo that imports only
-transformers, `lpips.LPIPS(net="alex").cuda()`), are not checked.
+transformers, `lpips.LPIPS(net="alex").cuda()`), nor, in a project run, a module of the project that imports torch
+(a script of the package, `from mobile_sam import sam_model_registry` where the name comes from a file that
+imports torch; not a module of plain data, `from segment.labels import CLASS_NAMES`), are not checked.
 
 What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
 body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant
@@ -358,8 +360,15 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
     )
 
     def screen(self, index: AstIndex) -> bool:
-        if not devices.uses_torch(index.imported_modules):
+        if not self._screen_cuda(index):
             return False
+        return devices.uses_torch(index.imported_modules) or (
+            index.project is not None and index.path is not None
+            and index.project.imports_torch_code(top_level_imports(index.tree), index.path))
+
+    @staticmethod
+    def _screen_cuda(index: AstIndex) -> bool:
+        """Does the file name a CUDA device, call ``.cuda()`` and the like, or name a legacy CUDA type?"""
         if any(devices.is_cuda_device(value) for value, _ in index.device_strings()):
             return True
         for call in index.calls:
@@ -377,8 +386,9 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
             or any(devices.is_legacy_cuda_tensor(q) for names in index.aliases.values() for q in names)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not devices.uses_torch(ctx.imported_modules):
-            return
+        if not devices.uses_torch(ctx.imported_modules) and not (
+                ctx.project is not None and ctx.project.imports_torch_code(own_imports(ctx), ctx.path)):
+            return  # (a script of the project's own torch code, `from mobile_sam import ...`, uses torch)
         yield from self._device_strings(ctx)
         yield from self._cuda_calls(ctx)
         yield from self._legacy_types(ctx)
