@@ -355,9 +355,11 @@ def uses_torch(modules: Iterable[str]) -> bool:
 
 
 # (mamba_ssm and causal_conv1d build their kernels with nvcc at install and import them at their top: no
-# CPU build exists)
+# CPU build exists; nor for diso, whose iso-surface extractors DiffMC / DiffDMC are CUDA kernels only. Not
+# nvdiffrast: it imports without a GPU and compiles its plugin at the first context, so a module may import it
+# for one branch, stable-dreamfusion's DMTet, and run its others on the CPU)
 CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn", "mamba_ssm",
-                                 "causal_conv1d", "selective_scan_cuda"})
+                                 "causal_conv1d", "selective_scan_cuda", "diso"})
 # GPU kernel languages and GPU-only engines: a module that imports Triton, TileLang or CUTLASS's CuTe DSL at its
 # top writes kernels that launch on a GPU only, and NVIDIA's Transformer Engine and vLLM's engine run on one. Only
 # the importing module itself is CUDA-only: a module of the project that imports it for one layer (efficientvit's

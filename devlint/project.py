@@ -435,9 +435,28 @@ class Project:
                     seen.add(path)
                     self.consulted.add(path)  # its top imports decide: the asking file depends on it
                     following.extend((m, path) for m in self._top_imports(path))
+                    # importing models.registry runs models/__init__.py first (and what it imports)
+                    following.extend((p, importer) for p in self._parent_packages(module, importer, path))
             frontier = following
         return any(self._cuda_only_module(module, importer) for module, importer in frontier
                    if not module.startswith(("?", "|")))
+
+    def _parent_packages(self, module: str, importer: str, path: str) -> list[str]:
+        """The packages of the project that importing ``module`` (absolute, its file ``path``) imports first:
+        ``models`` for ``models.registry``, when models/__init__.py is a file of the run (not the importer's own
+        package, already running)."""
+        if module.startswith("."):
+            return []
+        parts = module.split(".")
+        own = os.path.dirname(os.path.abspath(importer))
+        found = []
+        for k in range(1, len(parts)):
+            package = ".".join(parts[:k])
+            init = self._import_file(package, importer)
+            if init is not None and init != path and init.endswith("__init__.py") \
+                    and os.path.commonpath([own, os.path.dirname(init)]) != os.path.dirname(init):
+                found.append(package)
+        return found
 
     def _cuda_only_module(self, module: str, importer: str, path: str | None = "") -> bool:
         """Is the imported ``module`` (its file ``path``, looked up when not given) CUDA-only by itself: a

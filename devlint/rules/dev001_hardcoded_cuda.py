@@ -211,7 +211,8 @@ nerf.network_tcnn import NeRFNetwork` / `else: from nerf.network import NeRFNetw
 project's kernels), or otherwise guards what follows or leaves (AnimateDiff's `init_dist`: `set_device(local_rank)`
 for the "pytorch" and "slurm" launchers, `raise` for any other; not when one arm goes on without a GPU); a
 module that imports a CUDA-only
-library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d; also, for the importing module itself
+library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d, diso; also, for the importing module
+itself
 only, a GPU kernel language or GPU-only engine: Triton, TileLang, CUTLASS's CuTe DSL, Transformer Engine, vLLM,
 not the modules of the project that import it for one layer; a module that defines `@triton.jit` kernels at its
 top needs Triton even when it imports it under `if _TRITON_AVAILABLE:`; a module that loads a native library
@@ -222,7 +223,8 @@ assigned to, `extension = CUDAExtension` then `extension("_ext", sources)`, `cpp
 sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cuda=...)`), or a module of
 the project that builds CUDA kernels at its top level when imported (`fused = load("fused", sources=[...,
 "kernel.cu"])`: without the CUDA toolkit the import raises), directly or through modules of the project
-that import it at their top level, unconditionally (up to eight imports away, relative imports too:
+that import it at their top level, unconditionally (a package's `__init__.py` too, which importing
+`models.registry` runs first; up to eight imports away, relative imports too:
 `from .op.deform_attn import deform_attn`, `from ..functions import MSDeformAttnFunction`; also in a `try`
 whose handlers re-raise, or whose handler imports another CUDA-only module: `try: import _raymarching` /
 `except ImportError: from .backend import _backend` that builds it; not when the handler falls back to

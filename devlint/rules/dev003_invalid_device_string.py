@@ -523,8 +523,9 @@ or a variable passed to one of those. Elsewhere (a string in a file without torc
 that way (OpenVINO's `"CPU"`, TensorFlow's `"/GPU:0"`). Where the code catches torch's `RuntimeError`
 around the call (`try: torch.device(s) except RuntimeError:`), the string may be invalid on purpose: no
 fix, and no finding for `torch.device(...)` itself. In files that also import TensorFlow, JAX, OpenVINO,
-ONNX Runtime and the like, a string that only may reach a device position is reported only when it is
-shown to reach torch. `"gpu"` → `"cuda"` and `"cuda:-1"` → `"cuda"` guess the intent: unsafe.
+ONNX Runtime and the like (also through a wrapper package, `from optimum.intel.openvino import ...`), a string
+that only may reach a device position is reported only when it is shown to reach torch. `"gpu"` → `"cuda"` and
+`"cuda:-1"` → `"cuda"` guess the intent: unsafe.
 
 A built string whose only flaw is the space after the colon (`'cuda: {}'.format(i)`, `f"cuda: {i}"`,
 `"cuda: " + str(i)`) gets the same safe fix in its literal head (`'cuda:{}'.format(i)`) where it certainly
@@ -609,7 +610,8 @@ parse gets its own E999 and the other cells are still checked.
         torch_file = ctx.imports_torch
         # a file that also drives another framework ("CPU" is OpenVINO's device, "/GPU:0" TensorFlow's): a
         # string that only may reach a device position counts when it is shown to reach torch
-        other = any(m.split(".")[0] in devices.OTHER_FRAMEWORKS for m in ctx.imported_modules)
+        other = any(not devices.OTHER_FRAMEWORKS.isdisjoint(m.split(".")) for m in ctx.imported_modules)  # also
+        # through a wrapper package: optimum.intel.openvino, optimum.onnxruntime
         for node in ctx.nodes(cst.SimpleString):
             value = string_value(node)
             error = devices.rejection(value) if value is not None else None
