@@ -435,8 +435,9 @@ class Project:
                     seen.add(path)
                     self.consulted.add(path)  # its top imports decide: the asking file depends on it
                     following.extend((m, path) for m in self._top_imports(path))
-                    # importing models.registry runs models/__init__.py first (and what it imports)
-                    following.extend((p, importer) for p in self._parent_packages(module, importer, path))
+                    # importing models.registry runs models/__init__.py first (and what it imports): in the
+                    # same hop (the loop reaches what is appended to the list it walks)
+                    frontier.extend((p, importer) for p in self._parent_packages(module, importer, path))
             frontier = following
         return any(self._cuda_only_module(module, importer) for module, importer in frontier
                    if not module.startswith(("?", "|")))

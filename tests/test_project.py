@@ -233,3 +233,24 @@ def test_calls_with_keywords_finds_every_call_naming_them(tmp_path):
     found = project.calls_with_keywords(frozenset({"plans", "fold", "device"}))
     assert found is not None and [call_ctx.code(call) for call_ctx, call in found] == [
         "cls(plans=plans, fold=fold, device=device)"]
+
+
+def test_a_parent_package_runs_in_the_same_import_hop(tmp_path):
+    """``from models.registry import X`` runs models/__init__.py first: its imports are as near as registry.py's
+    own, so a chain of eight imports from the package reaches a CUDA-only library (DINO: models -> dino -> ... ->
+    the deformable-attention extension), as it does from ``import models``."""
+    from devlint.project import Project
+
+    pkg = tmp_path / "models"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .m1 import f\n")
+    for i in range(1, 7):
+        (pkg / f"m{i}.py").write_text(f"from .m{i + 1} import f\n")
+    (pkg / "m7.py").write_text("import flash_attn\n\ndef f():\n    return flash_attn\n")
+    (pkg / "registry.py").write_text("BUILDERS = {}\n")
+    (tmp_path / "main.py").write_text("x = 1\n")
+    project = Project(str(p) for p in tmp_path.rglob("*.py"))
+    near = str(tmp_path / "main.py")
+    assert project.imports_cuda_only(["models"], near)
+    assert project.imports_cuda_only(["models.registry"], near)
+    assert not project.imports_cuda_only(["models.registry"], str(pkg / "registry.py"))  # its own package

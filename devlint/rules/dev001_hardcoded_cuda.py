@@ -283,8 +283,11 @@ A project that is GPU-only by its README alone cannot be seen as such: turn the 
 line in `pyproject.toml`, `[tool.devlint]` then `ignore = ["DEV001"]` (or `per-file-ignores` for its CUDA
 folders, `# noqa: DEV001` for a line). Guards are followed across the linted tree's functions and modules,
 not into code loaded by path at run time (a config file read with `runpy`), nor through values passed in
-dictionaries (`cuda = kwargs.get("cuda")` with a default of `True` elsewhere). `.cuda()` on an object of a
-non-torch library that takes the same arguments is reported.
+dictionaries (`cuda = kwargs.get("cuda")` with a default of `True` elsewhere). A CUDA-only dependency reached
+only through a module imported at run time (`importlib.import_module(name)`, a package's `__getattr__`, TRELLIS's
+models) or imported inside a function under a condition (Hunyuan3D-2's rasterizer in an `__init__`) does not make
+its callers CUDA-only: their hard-coded devices are reported. `.cuda()` on an object of a non-torch library that
+takes the same arguments is reported.
 '''
     doc_options = '''
 `device-fallback` (`[tool.devlint]` in `pyproject.toml`, or `--device-fallback` on the command line, which
