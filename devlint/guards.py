@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -959,11 +959,19 @@ class Guards:
             return self._entered[key]
         self._entered[key] = False  # recursion: assume not while computing
         sites = call_sites(self.ctx, func)
-        handed = _handed_to_runner(self.ctx, func)
+        checking: list[cst.Call] = []  # handed to a function of the project that checks CUDA before it runs it
+
+        def checks_first(call: cst.Call) -> bool:
+            if depth > 0 and self._callee_requires_cuda(call, depth):
+                checking.append(call)  # gsplat's cli(main, args): `assert torch.cuda.is_available()`, then main
+                return True
+            return False
+
+        handed = _handed_to_runner(self.ctx, func, checks_first)
         if sites is None or handed is None:
             sites, handed = [], []
         entries = [*((site_ctx, call) for site_ctx, call in sites), *((self.ctx, call) for call in handed)]
-        result = bool(entries) and all(guards(site_ctx).is_guarded(call, depth - 1)
+        result = bool(entries) and all(any(call is c for c in checking) or guards(site_ctx).is_guarded(call, depth - 1)
                                        for site_ctx, call in entries)
         self._entered[key] = result
         return result
@@ -1266,18 +1274,19 @@ def guards(ctx: Context) -> Guards:
 _RUNNERS = frozenset({"run", "spawn", "start_processes", "launch"})
 
 
-def _handed_to_runner(ctx: Context, func: cst.FunctionDef) -> list[cst.Call] | None:
+def _handed_to_runner(ctx: Context, func: cst.FunctionDef,
+                      runs: Callable[[cst.Call], bool] | None = None) -> list[cst.Call] | None:
     """The calls of ``func``'s file that run it as a callback (a function of the module handed by name as
-    the first argument of ``parallel.run(fn, ...)``, ``mp.spawn(fn, ...)``); None when the file also uses
-    its name otherwise (stored, handed to something that calls it later) or another file of the project
-    imports it (it may be handed to a runner there: too far to look)."""
+    the first argument of ``parallel.run(fn, ...)``, ``mp.spawn(fn, ...)``, or of a call ``runs`` accepts);
+    None when the file also uses its name otherwise (stored, handed to something that calls it later) or
+    another file of the project imports it (it may be handed to a runner there: too far to look)."""
     if ctx.parent(func) is not ctx.module:
         return []
     name = func.name.value
     found = [call for call in ctx.nodes(cst.Call)
              if call.args and call.args[0].keyword is None and not call.args[0].star
              and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == name
-             and (dotted_name(call.func) or "").split(".")[-1] in _RUNNERS]
+             and ((dotted_name(call.func) or "").split(".")[-1] in _RUNNERS or (runs is not None and runs(call)))]
     if not found:
         return found
     handed = {id(call.args[0].value) for call in found}

@@ -115,7 +115,8 @@ an opt-in flag that is off by default (`--cuda` with `action="store_true"`; a fl
 own name, `args.use_gpu`, not by what holds it: `accelerator.sync_gradients` is no check, nor is `if accelerator:`
 of an `Accelerator()` object), a function every call of which
 in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
-it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`;
+it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`, or to a
+function of the project that checks for CUDA before it runs it, gsplat's `cli(main, args)`;
 not when another file of the project imports it), code in a `try` whose handler catches the error
 (`RuntimeError`, `AssertionError`, `AttributeError`, `Exception`, a bare `except`) and recovers: goes on
 without the result (`pass`, a `return`) or falls back (`model = model.float()`, a CPU retry); not a handler
