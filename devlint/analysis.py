@@ -419,12 +419,18 @@ def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> boo
         return False  # self.criterion = nn.MSELoss(reduction="mean"): a submodule with nothing to move
     if qn.startswith("torch.nn.") and name[:1].isupper():
         return True  # a layer: a submodule with parameters
+    if qn == "torch.hub.load":
+        return True  # a hub model
     made = callee(ctx, call)
     if made is not None and isinstance(made[1], cst.ClassDef):
         other_ctx, other = made[0], made[1]
         return other is not cls and any(
             "Module" in (dotted_name(b.value) or "") or (other_ctx.qualname(b.value) or "").startswith("torch.nn")
             for b in other.bases)  # a submodule of the project
+    enclosing = ctx.enclosing_function(call)
+    if made is not None and isinstance(made[1], cst.FunctionDef) and made[1] is not enclosing \
+            and enclosing is not None and enclosing.name.value == "__init__":
+        return True  # a function of the project may build a model for __init__ to keep (MiDaS's load_model(t))
     return name[:1].isupper() and made is None and not qn.startswith("torch.")  # unknown class: may be a module
 
 
