@@ -959,11 +959,11 @@ class Guards:
             return self._entered[key]
         self._entered[key] = False  # recursion: assume not while computing
         sites = call_sites(self.ctx, func)
-        checking: list[cst.Call] = []  # handed to a function of the project that checks CUDA before it runs it
+        checking: set[int] = set()  # the calls handing it to a function of the project that checks CUDA first
 
         def checks_first(call: cst.Call) -> bool:
             if depth > 0 and self._callee_requires_cuda(call, depth):
-                checking.append(call)  # gsplat's cli(main, args): `assert torch.cuda.is_available()`, then main
+                checking.add(id(call))  # gsplat's cli(main, args): `assert torch.cuda.is_available()`, then main
                 return True
             return False
 
@@ -971,7 +971,7 @@ class Guards:
         if sites is None or handed is None:
             sites, handed = [], []
         entries = [*((site_ctx, call) for site_ctx, call in sites), *((self.ctx, call) for call in handed)]
-        result = bool(entries) and all(any(call is c for c in checking) or guards(site_ctx).is_guarded(call, depth - 1)
+        result = bool(entries) and all(id(call) in checking or guards(site_ctx).is_guarded(call, depth - 1)
                                        for site_ctx, call in entries)
         self._entered[key] = result
         return result
