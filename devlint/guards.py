@@ -25,6 +25,8 @@ from devlint.project import (
     call_sites,
     callee,
     inherited_method,
+    leaves_default,
+    parameter_position,
     passed_values,
     relies_on_default,
     top_level_imports,
@@ -810,11 +812,11 @@ class Guards:
             return False
         other_ctx, func = found
 
-        def answer() -> tuple[tuple[str, int, bool], ...] | None:
+        def answer() -> tuple[tuple[str, int | None, bool], ...] | None:
             if not isinstance(func, cst.FunctionDef):
                 return None
             unless = guards(other_ctx).requires_cuda_unless(func, depth - 1)
-            return None if unless is None else _parameter_places(func, unless)
+            return None if unless is None else _parameter_places(other_ctx, func, unless)
 
         if project is None or not asked or other_ctx is self.ctx:
             places = answer()
@@ -1123,30 +1125,22 @@ def _recovers(handler: cst.ExceptHandler) -> bool:
 _REPORTS = re.compile(r"^(print|warn|warnings\.\w+|traceback\.\w+|(logging|logger|log|LOGGER|_logger)\.\w+)$")
 
 
-def _parameter_places(func: cst.FunctionDef, names: frozenset[str]) -> tuple[tuple[str, int, bool], ...]:
-    """Where a call passes each of ``names``: (name, its position, or -1 for keyword-only, whether the first
-    positional parameter is ``self`` / ``cls``), as :meth:`Guards.requires_cuda_unless`'s answer is kept."""
-    positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-    bound = positional[:1] in (["self"], ["cls"])
-    return tuple((name, positional.index(name) if name in positional else -1, bound) for name in sorted(names))
+def _parameter_places(ctx: Context, func: cst.FunctionDef,
+                      names: frozenset[str]) -> tuple[tuple[str, int | None, bool], ...]:
+    """Where a call passes each of ``names``: (name, its positional index or None, whether ``func`` is a method:
+    project.parameter_position), as :meth:`Guards.requires_cuda_unless`'s answer is kept for other files."""
+    params = {p.name.value: p for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+    return tuple((name, *parameter_position(ctx, func, params[name])) for name in sorted(names))
 
 
 def _returns_with_cuda(call: cst.Call, places: object) -> bool:
-    """Does the called function return only with CUDA, given what ``call`` passes: its parameters relied on at
-    their defaults (``places``: :func:`_parameter_places`, None when it may return without CUDA) are not passed
-    (by keyword, by position, or maybe through ``*args`` / ``**kwargs``)?"""
+    """Does the called function return only with CUDA, given what ``call`` passes: it leaves each parameter it
+    relies on at its default (``places``: :func:`_parameter_places`, None when it may return without CUDA;
+    project.leaves_default: not by keyword, by position, nor maybe through ``*args`` / ``**kwargs``)?"""
     if not isinstance(places, tuple):
         return bool(places)
-    if places and any(a.star for a in call.args):
-        return False
-    given = sum(1 for a in call.args if a.keyword is None)
-    for name, index, bound in places:
-        if any(a.keyword is not None and a.keyword.value == name for a in call.args):
-            return False
-        shift = 1 if bound and isinstance(call.func, cst.Attribute) else 0
-        if index >= 0 and given > index - shift:
-            return False
-    return True
+    return all(leaves_default(call, name, index, is_method and isinstance(call.func, cst.Attribute))
+               for name, index, is_method in places)
 
 
 def _returns(stmt: cst.CSTNode) -> bool:

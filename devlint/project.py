@@ -1159,7 +1159,7 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
     if any((dotted_name(decorator_target(d)) or "").split(".")[-1] in ("command", "main", "group")
            for d in func.decorators):
         return True  # a CLI command: its defaults are what users get
-    index, is_method = _position(ctx, func, param)
+    index, is_method = parameter_position(ctx, func, param)
     sites = call_sites(ctx, func)
     if sites is None:
         return False  # too many candidate calls to tell: precision first
@@ -1179,7 +1179,7 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
 
     for site_ctx, call in sites:
         bound = is_method and (isinstance(call.func, cst.Attribute) or func.name.value == "__init__")
-        if _leaves_default(call, param.name.value, index, bound) and not guards(site_ctx).is_guarded(call, depth=0):
+        if leaves_default(call, param.name.value, index, bound) and not guards(site_ctx).is_guarded(call, depth=0):
             return True  # (a call under `if torch.cuda.is_available():` may rely on a "cuda" default)
     return False
 
@@ -1207,7 +1207,7 @@ def _constructed_by_lookup(ctx: Context, func: cst.FunctionDef, param: cst.Param
     return bool(held) if known else project.remember(key, answer, os.path.abspath(ctx.path))
 
 
-def _position(ctx: Context, func: cst.FunctionDef, param: cst.Param) -> tuple[int | None, bool]:
+def parameter_position(ctx: Context, func: cst.FunctionDef, param: cst.Param) -> tuple[int | None, bool]:
     """The parameter's positional index (None: keyword-only) and whether ``func`` is a method whose first
     parameter a call on an object binds."""
     params = func.params
@@ -1225,7 +1225,7 @@ def passed_values(ctx: Context, param: cst.Param) -> list[tuple[Context, cst.Bas
     func = ctx.parent(ctx.parent(param))
     if not isinstance(func, cst.FunctionDef) or param in (func.params.star_arg, func.params.star_kwarg):
         return None
-    index, is_method = _position(ctx, func, param)
+    index, is_method = parameter_position(ctx, func, param)
     sites = call_sites(ctx, func)
     if not sites or (ctx.project is not None
                      and ctx.project.used_as_value(func.name.value, os.path.abspath(ctx.path))):
@@ -1255,7 +1255,7 @@ def field_relies_on_default(ctx: Context, cls: cst.ClassDef, name: str, index: i
         return False
     if not sites:
         return not cls.name.value.startswith("_") and ctx.parent(cls) is ctx.module
-    return any(_leaves_default(call, name, index, False) for _, call in sites)
+    return any(leaves_default(call, name, index, False) for _, call in sites)
 
 
 def _public(ctx: Context, func: cst.FunctionDef) -> bool:
@@ -1270,7 +1270,7 @@ def _public(ctx: Context, func: cst.FunctionDef) -> bool:
         and ctx.parent(parent) is ctx.module
 
 
-def _leaves_default(call: cst.Call, name: str, index: int | None, bound: bool) -> bool:
+def leaves_default(call: cst.Call, name: str, index: int | None, bound: bool) -> bool:
     """Does ``call`` pass nothing for the parameter ``name`` (at positional ``index``; ``bound``: a method
     called on an object, whose first parameter is the object)?"""
     if any(a.star for a in call.args):
