@@ -3,6 +3,7 @@ guards (what runs only with an accelerator) are in guards.py. Rules ask; nothing
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -432,6 +433,18 @@ def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> boo
             and enclosing is not None and enclosing.name.value == "__init__":
         return True  # a function of the project may build a model for __init__ to keep (MiDaS's load_model(t))
     return name[:1].isupper() and made is None and not qn.startswith("torch.")  # unknown class: may be a module
+
+
+_TEST_DIRS = frozenset({"test", "tests"})
+
+
+def test_module(path: str) -> bool:
+    """A test module (``test_*.py``, ``*_test.py``, ``conftest.py``, or a module right in a ``tests`` or ``test``
+    folder): the files its tests load are the ones the test session writes (DEV005), the modules its tests
+    build run where each test puts them (DEV009)."""
+    folder, name = os.path.split(os.path.normpath(path))
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
+        or os.path.basename(folder) in _TEST_DIRS
 
 
 def is_script(module: cst.Module) -> bool:

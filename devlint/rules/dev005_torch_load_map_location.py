@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import is_cuda_call, parameterless_module
+from devlint.analysis import is_cuda_call, parameterless_module, test_module
 from devlint.bindings import device_name_at
 from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
@@ -249,6 +249,35 @@ _STATE_KEYS = frozenset({"state_dict", "model_state_dict", "model_state", "model
                          "model_ema"})
 
 
+# BasicSR's checkpoint layout: its save_network (copied by every fork: KAIR, GFPGAN, CodeFormer, Hallo2's
+# video super-resolution) writes ``{"params": ..., "params_ema": ...}`` after moving each parameter to the CPU
+# (``state_dict[key] = param.cpu()``), and the weights published in that layout were written by it.
+_CPU_SAVED_KEYS = frozenset({"params", "params_ema"})
+
+
+def _cpu_saved_layout(ctx: Context, load: cst.Call) -> bool:
+    """Is the loaded value read under a key of BasicSR's layout (:data:`_CPU_SAVED_KEYS`): ``torch.load(p)
+    ["params_ema"]``, or ``ckpt[param_key]`` where ``param_key`` is a parameter whose default is one
+    (KAIR's ``load_network(self, load_path, network, strict=True, param_key='params')``)?"""
+    scope = _scope(ctx, load)
+    flow = _Flow(ctx, load, scope)
+    defaults: dict[str, str | None] = {}
+    if isinstance(scope, cst.FunctionDef):
+        params = scope.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None:
+                defaults[param.name.value] = string_value(param.default)
+    for item in ctx.nodes(cst.Subscript):
+        if len(item.slice) != 1 or not isinstance(item.slice[0].slice, cst.Index) \
+                or not _in_scope(ctx, item, scope) or not flow.is_direct(item.value):
+            continue
+        key = item.slice[0].slice.value
+        name = string_value(key) if not isinstance(key, cst.Name) else defaults.get(key.value)
+        if name in _CPU_SAVED_KEYS:
+            return True
+    return False
+
+
 def _state_item(flow: _Flow, item: cst.Subscript) -> bool:
     """Is ``item`` the loaded value's (or a direct part's) entry under a key that names model state
     (``ckpt["state_dict"]``, ``ckpt["model"]``): what a training run saved from its devices?"""
@@ -334,7 +363,6 @@ _FETCH = re.compile(r"download|url|hub", re.IGNORECASE)
 def _called_name(call: cst.Call) -> str:
     """The last part of the called name (``load_file_from_url`` of ``utils.load_file_from_url(...)``)."""
     return (dotted_name(call.func) or "").split(".")[-1]
-_TEST_DIRS = frozenset({"test", "tests"})
 
 
 def _fetches_or_ships(ctx: Context, expr: cst.CSTNode, depth: int = 1) -> bool:
@@ -457,14 +485,6 @@ def _fetches_weights(node: cst.CSTNode) -> bool:
         return True
     return any(a.keyword is not None and a.keyword.value == "pretrained"
                and isinstance(a.value, cst.Name) and a.value.value == "True" for a in node.args)
-
-
-def _test_code(path: str) -> bool:
-    """A test module (``test_*.py``, ``*_test.py``, ``conftest.py``, or a module right in a ``tests`` or
-    ``test`` folder): the files its tests load are the ones the test session writes."""
-    folder, name = os.path.split(os.path.normpath(path))
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
-        or os.path.basename(folder) in _TEST_DIRS
 
 
 def _cpu_only_program(ctx: Context) -> bool:
@@ -839,6 +859,10 @@ Not reported:
   An optimizer's state (`torch.save(optimizer.state_dict(), path)`) is a file of its own, left on the
   training device: it does not count against the network's saves, and a load handed to an optimizer's
   `load_state_dict` is still reported;
+- a checkpoint in BasicSR's layout, read under `"params"` or `"params_ema"` (`torch.load(p)["params_ema"]`, or
+  `ckpt[param_key]` where `param_key` is a parameter whose default is one of them, KAIR's `load_network`):
+  BasicSR's `save_network`, which its forks copy (KAIR, GFPGAN, CodeFormer, Hallo2), moves every parameter to
+  the CPU before `torch.save`, and the weights published in that layout were written by it;
 - a file published with or for the code, whose device is its publisher's choice: a path built from
   `__file__` (weights shipped in the package), or fetched from the internet in the loading function
   (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
@@ -1054,7 +1078,7 @@ only the changed cells' sources.
         """A load that passes no ``map_location`` in a file that is not a test module, of a module
         (``torch.jit.load``) or in code that may use the loaded value as model state
         (:func:`_screen_model_state`)."""
-        if not index.imports_torch or (index.path is not None and _test_code(index.path)):
+        if not index.imports_torch or (index.path is not None and test_module(index.path)):
             return False
         scopes: dict[int, ast.AST] | None = None
         for call in index.calls:
@@ -1072,7 +1096,7 @@ only the changed cells' sources.
         return False
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.imports_torch or _test_code(ctx.path):
+        if not ctx.imports_torch or test_module(ctx.path):
             return
         guard = guards(ctx)
         cpu_only: bool | None = None
@@ -1082,7 +1106,8 @@ only the changed cells' sources.
             if loader is None or position is None:
                 continue
             passed = _map_location(call, position)
-            if passed is None or guard.is_guarded(call) or _saved_before(ctx, call) or _published(ctx, call):
+            if passed is None or guard.is_guarded(call) or _saved_before(ctx, call) or _published(ctx, call) \
+                    or _cpu_saved_layout(ctx, call):
                 continue
             if not _may_hold_gpu_state(ctx, call, loader):
                 continue
