@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from devlint import devices
-from devlint.analysis import is_script
+from devlint.analysis import is_script, test_module
 from devlint.context import Context, children, dotted_name
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
 from devlint.lazy import LazyModule
@@ -164,7 +164,9 @@ modules of a program that never mentions an accelerator or a device (no `cuda`, 
 `accelerator`, `device` or `.to(`): that program keeps the module on the CPU. The program is the file alone
 when it is a script (it runs code at its top level: an `if __name__ == "__main__":` block, a loop, a call as a
 statement: its own run is the one that uses its modules), else the file and the Python files of its directory
-(a library module's users).
+(a library module's users). Nor test modules (`test_*.py`, `*_test.py`, `conftest.py`, a module right in a
+`tests` or `test` folder): the modules a test builds run where that test puts them, mostly on the CPU, and a
+test that moves one to a GPU shows the error on the machines its suite runs on.
 '''
     doc_why = '''
 Factories put their tensor on the default device, the CPU, unless `device=` says otherwise, and
@@ -336,7 +338,7 @@ notebook's code and the Python files beside it. `--fix` rewrites only the change
         """A method of a class that makes a tensor with a CPU-default factory of torch, without ``device=`` or
         ``**`` (the rule follows factories in methods only: ``forward``, what it calls, ``__init__``), not a
         0-dim ``torch.tensor(number)``."""
-        if not index.imports_torch or not index.class_names:
+        if not index.imports_torch or not index.class_names or (index.path is not None and test_module(index.path)):
             return False
 
         def factory(call: ast.Call) -> bool:
@@ -346,7 +348,7 @@ notebook's code and the Python files beside it. `--fix` rewrites only the change
         return any(_screen_class(cls, factory) for cls in _screen_module_classes(index))
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.imports_torch or _sets_default_device(ctx):
+        if not ctx.imports_torch or test_module(ctx.path) or _sets_default_device(ctx):
             return
         classes = _module_classes(ctx)
         if not classes or not _mentions_device(ctx):
