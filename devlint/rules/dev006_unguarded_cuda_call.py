@@ -125,7 +125,11 @@ latent-diffusion template's `"target": "main.CUDACallback"` builds it on the CPU
 guarded, in a GPU-only test (`@pytest.mark.skipif(not
 torch.cuda.is_available(), ...)`), after a NCCL process group starts or a launched rank's GPU is set
 (`torch.cuda.set_device(local_rank)`; not `set_device(0)`: the calls after a GPU picked by number are
-reported with it). And, beyond those guards, where the
+reported with it). Nor where the error is handled: in the body of a `try` whose handler catches every error
+(bare `except:`, `Exception`, `BaseException`) and does not raise again, whatever it does then (`except:
+print("Could not pick default device.")`: the program goes on), or in a function of the module's top level
+whose every call in the project is so caught; a handler for one class does not count (torch's CPU build raises
+AssertionError, a CUDA build on a machine without a GPU RuntimeError). And, beyond those guards, where the
 code is GPU-only by design:
 - `torch.cuda.set_device(...)` and `torch.cuda.current_device()` in a file that uses `torch.distributed`:
   they pick or name the GPU of a launched rank;
@@ -302,7 +306,8 @@ cell's source is rewritten).
         agnostic: bool | None = None
         for call in ctx.nodes(cst.Call):
             name = devices.cuda_only_call(ctx.qualname(call.func))
-            if name is None or _harmless(ctx, call, name) or guard.is_guarded(call) or _by_design(ctx, call, name):
+            if name is None or _harmless(ctx, call, name) or guard.is_guarded(call) or _by_design(ctx, call, name) \
+                    or _caught(ctx, call):
                 continue
             if agnostic is None:
                 agnostic = device_agnostic(ctx)
@@ -345,6 +350,53 @@ def _harmless(ctx: Context, call: cst.Call, name: str) -> bool:
         negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
         return negative or (isinstance(value, cst.Name) and value.value == "None")
     return False
+
+
+def _caught(ctx: Context, call: cst.Call) -> bool:
+    """Can the call's error not escape: it runs in the body of a ``try`` of its function whose handler catches
+    every error and does not raise again (``try: print(torch.cuda.get_device_name(d))`` / ``except:
+    print("no GPU")``), or in a function of the module's top level whose every call in the project is so
+    caught (Fooocus' ``get_torch_device_name``, called once, in such a ``try``)? The error is handled there: the
+    program goes on. Only a bare ``except:``, ``Exception`` or ``BaseException`` catches it on every machine
+    without a GPU: torch's CPU build raises AssertionError (or AttributeError), a CUDA build on a machine
+    without one RuntimeError. (DEV001 asks more of a handler, a path around the failure: a model the handler
+    leaves on the CPU meets inputs moved to the GPU; a CUDA-only query that failed leaves nothing behind.)"""
+    if _caught_here(ctx, call):
+        return True
+    func = ctx.enclosing_function(call)
+    if func is None or ctx.parent(func) is not ctx.module:
+        return False
+    sites = call_sites(ctx, func)
+    return bool(sites) and all(_caught_here(site_ctx, site) for site_ctx, site in sites or [])
+
+
+def _caught_here(ctx: Context, node: cst.CSTNode) -> bool:
+    """Is ``node`` in the body of a ``try`` (of its own function) with a handler that catches every error (bare
+    ``except:``, ``Exception``, ``BaseException``) and does not end by raising again?"""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(anc, cst.Try) and child is anc.body and any(
+                _catches_all(h) and not _reraises(h) for h in anc.handlers):
+            return True
+        child = anc
+    return False
+
+
+def _catches_all(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    kinds = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return any((dotted_name(k) or "").split(".")[-1] in ("Exception", "BaseException") for k in kinds)
+
+
+def _reraises(handler: cst.ExceptHandler) -> bool:
+    """Does the handler end by raising (again, or another error)?"""
+    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
+    last = body[-1] if body else None
+    return isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and bool(last.body) \
+        and isinstance(last.body[-1], cst.Raise)
 
 
 # The calls that pick or name the process's GPU: in distributed code, the launched rank's GPU.
