@@ -50,11 +50,12 @@ Finds writes of `CUDA_VISIBLE_DEVICES` or `CUDA_DEVICE_ORDER` — `os.environ[..
 `os.environ.setdefault(...)`, `os.putenv(...)` — that come after a call that initialises CUDA before it runs:
 earlier in the same flow (the module's top level, or the same function body; not in another arm of the same `if` /
 `elif` / `else`, `if zh: torch.cuda.set_device(rank)` / `elif en: os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)`,
-which never both run), at the module's top level for a write in a function (functions run after it), in `__init__`
-for a write in another method of the class, or in a caller of the function, in the linted tree, before the call or
-in its arguments (`select_device("0" if torch.cuda.is_available() else "cpu")`), also at the top of the caller's
-module or in its class's `__init__`; and the same for a caller of a caller (`Runner(...)` whose `__init__` calls
-the function), at most 8 of each.
+which never both run, nor in a block that returns or raises before the write, `if "," not in gpus: return
+torch.cuda.device_count()` then the write for `--gpus 0,3`), at the module's top level for a write in a function
+(functions run after it), in `__init__` for a write in another method of the class, or in a caller of the function,
+in the linted tree, before the call or in its arguments (`select_device("0" if torch.cuda.is_available() else
+"cpu")`), also at the top of the caller's module or in its class's `__init__`; and the same for a caller of a caller
+(`Runner(...)` whose `__init__` calls the function), at most 8 of each.
 
 A function of the linted tree that certainly initialises CUDA counts as the CUDA call itself: `setup()` whose
 body calls `torch.cuda.device_count()` on no branch and after no `return` (directly, or through at most two
@@ -179,7 +180,7 @@ kernel after changing it; the fix moves the write into the cell that imports tor
             for init in _flow_inits(ctx).get(func, ()):
                 if ctx.order[init] >= ctx.order[node]:
                     break
-                if not _exclusive(ctx, init, node):
+                if not _exclusive(ctx, init, node) and not _leaves_before(ctx, init, node):
                     return init  # (not `if zh: set_device(rank)` / `elif en: os.environ[...] = ...`)
         if func is None:
             return None
@@ -402,6 +403,36 @@ def _exclusive(ctx: Context, first: cst.CSTNode, later: cst.CSTNode) -> bool:
             other = path[id(anc)]
             return isinstance(anc, cst.If) and child is not other and anc.test is not child and anc.test is not other
     return False
+
+
+def _leaves_before(ctx: Context, first: cst.CSTNode, later: cst.CSTNode) -> bool:
+    """Does the flow leave after ``first`` without reaching ``later`` (of the same flow): a block holding
+    ``first`` but not ``later`` returns or raises at or after ``first``'s statement (``if ",' not in gpus:
+    return torch.cuda.device_count()``, then the write for the other case)? Not when ``later`` is in a
+    ``finally`` (it runs after a return)."""
+    around = {id(a) for a in ctx.ancestors(later)}
+    if any(isinstance(a, cst.Finally) for a in ctx.ancestors(later)):
+        return False
+    for anc, child in _with_children(ctx, first):
+        if id(anc) in around:
+            return False
+        if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+            body = list(anc.body)
+            at = next((i for i, stmt in enumerate(body) if stmt is child), None)
+            if at is not None and any(_leaves(stmt) for stmt in body[at:]):
+                return True
+        elif isinstance(anc, cst.SimpleStatementSuite):  # `if n: return torch.cuda.device_count()`
+            at = next((i for i, small in enumerate(anc.body) if small is child), None)
+            if at is not None and any(isinstance(small, (cst.Return, cst.Raise)) for small in anc.body[at:]):
+                return True
+        elif isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+    return False
+
+
+def _leaves(stmt: cst.CSTNode) -> bool:
+    """A ``return`` or ``raise`` statement (a simple statement line ending in one)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, (cst.Return, cst.Raise)) for s in stmt.body)
 
 
 def _with_children(ctx: Context, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
