@@ -556,18 +556,20 @@ class Project:
             self._scan_top(path)
         return self._top[path]
 
-    def calls_named(self, name: str, also: tuple[str, ...] = (),
-                    home: str | None = None) -> list[tuple[Context, cst.Call]] | None:
+    def calls_named(self, name: str, also: tuple[str, ...] = (), home: str | None = None,
+                    resolving: bool = True) -> list[tuple[Context, cst.Call]] | None:
         """Every call of something named ``name`` (``name(...)``, ``x.name(...)``) in the run's files (with
         ``also``: only in the files that mention one of those too (a method's class, a function's module or
-        its package) and in ``home``, its own file), or None when too many files call it to look at them all."""
+        its package) and in ``home``, its own file), or None when too many files call it to look at them all.
+        ``resolving``: only the calls that may resolve to a definition (in another file than ``home``, those
+        whose root the file imports, or ``self``: :meth:`_may_call_elsewhere`)."""
         files = self._caller_files(name, also, home)
         if files is None:
             return None
         # the parsed files are held by the bounded context cache only (a list of calls would keep them all)
         found: list[tuple[Context, cst.Call]] = []
         for path in files:
-            if path != home and not self._may_call_elsewhere(path, name):
+            if resolving and path != home and not self._may_call_elsewhere(path, name):
                 self.consulted.add(path)  # (as if parsed: the answer rests on what it holds)
                 continue  # none of its calls of the name can resolve to another file: not worth a LibCST parse
             ctx = self.context(path)
@@ -1174,6 +1176,8 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
         if _constructed_by_lookup(ctx, func, param):
             return False  # nnU-Net's trainers: `trainer_class = find_class(name)` then `trainer_class(plans=...,
             # ..., device=device)`, the call passing every parameter of their __init__ by keyword
+        if is_method and func.name.value != "__init__" and _attribute_calls_pass(ctx, func, param.name.value, index):
+            return False
         return _public(ctx, func)  # no call in the project: the users of a public API get the default
     from devlint.guards import guards
 
@@ -1182,6 +1186,71 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
         if leaves_default(call, param.name.value, index, bound) and not guards(site_ctx).is_guarded(call, depth=0):
             return True  # (a call under `if torch.cuda.is_available():` may rely on a "cuda" default)
     return False
+
+
+def _attribute_calls_pass(ctx: Context, func: cst.FunctionDef, name: str, index: int | None) -> bool:
+    """Is a method whose calls :func:`call_sites` cannot tell apart (its callers reach the object through an
+    attribute, ``self.prompter.encode_prompt(...)``) called by its name on an object other than ``self`` in the
+    files that mention its class (where its objects are made: ``self.prompter = SDPrompter()``), each such call
+    passing the parameter ``name``? ReCamMaster's prompters: ``encode_prompt(self, prompt, ..., device="cuda")``,
+    every pipeline that builds one passing ``device=self.device``. A call there on an object of another class
+    only adds a call to check, never takes one away."""
+    owner = ctx.parent(ctx.parent(func))
+    if not isinstance(owner, cst.ClassDef):
+        return False
+    method, home = func.name.value, os.path.abspath(ctx.path)
+    project = ctx.project
+    candidates = project.calls_named(method, (owner.name.value,), home, resolving=False) if project is not None else [
+        (ctx, c) for c in ctx.nodes(cst.Call)]
+    if candidates is None:
+        return False  # too many files call the name: precision first (the default is taken as relied on)
+    calls = [call for site_ctx, call in candidates
+             if isinstance(call.func, cst.Attribute) and call.func.attr.value == method
+             and not (isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls"))
+             and callee(site_ctx, call) is None and owner.name.value in _built_as(site_ctx, call.func.value)]
+    return bool(calls) and not any(leaves_default(call, name, index, True) for call in calls)
+
+
+def _built_as(ctx: Context, receiver: cst.BaseExpression) -> frozenset[str] | _Anything:
+    """The classes (last names) ``self.x`` is built from in the class around it (``self.prompter =
+    SDPrompter()``, or annotated: ``self.dit: HunyuanVideoDiT = None``), or anything where that is not known
+    (another receiver; no such assignment; one assigns something else: ``model_manager.fetch_model(...)``)."""
+    if not (isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
+            and receiver.value.value == "self"):
+        return _ANYTHING
+    cls = next((a for a in ctx.ancestors(receiver) if isinstance(a, cst.ClassDef)), None)
+    if cls is None:
+        return _ANYTHING
+    attr = receiver.attr.value
+
+    def is_attr(target: cst.BaseExpression) -> bool:
+        return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+            and target.value.value == "self" and target.attr.value == attr
+
+    built: set[str] = set()
+    unknown = False
+    for annotated in ctx.nodes(cst.AnnAssign):
+        if is_attr(annotated.target) and any(a is cls for a in ctx.ancestors(annotated)):
+            built.add((dotted_name(annotated.annotation.annotation) or "").split(".")[-1])
+    for node in ctx.nodes(cst.Assign):
+        if not any(is_attr(t.target) for t in node.targets) or not any(a is cls for a in ctx.ancestors(node)):
+            continue
+        made = (dotted_name(node.value.func) or "").split(".")[-1] if isinstance(node.value, cst.Call) else ""
+        if made[:1].isupper():
+            built.add(made)
+        else:
+            unknown = True  # (not a class built there: a factory's or a loader's value)
+    return frozenset(built) if built and not unknown else _ANYTHING
+
+
+class _Anything:
+    """Holds every name (an unknown set of classes)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_ANYTHING = _Anything()
 
 
 def _constructed_by_lookup(ctx: Context, func: cst.FunctionDef, param: cst.Param) -> bool:

@@ -134,7 +134,10 @@ torch.device("cuda")`) and docs, a `device="cuda"` parameter default that every 
 overrides or makes only where CUDA is certain (calls through `from module import *` count; so does, for the
 `__init__` of a class the project never builds by name, nnU-Net's trainers, a call of a class looked up at run
 time that names every parameter without a default, three or more, and the device: `trainer_class(plans=plans,
-..., device=device)`; a call under
+..., device=device)`; and, for a method whose callers reach its object through an attribute and never name its
+class where they call it, the calls by its name on such an attribute in the files that mention its class, those
+whose attribute the caller's class builds from another class left out: ReCamMaster's prompters,
+`self.prompter = SDPrompter()` then `self.prompter.encode_prompt(prompt, device=self.device)`; a call under
 `if torch.cuda.is_available():` may leave the default) or that the function only compares or hands to a
 torch query or reads only where CUDA is certain (past a first statement `import triton`), the default of a
 function also bound to another name (`renderer = render_rays`: it is called
