@@ -563,6 +563,8 @@ class Guards:
             return True
         if any(self._marks_cuda_only(d.decorator) for d in node.decorators):
             return True
+        if isinstance(node, cst.ClassDef) and self._instantiated_for_cuda_only(node):
+            return True
         if isinstance(node, cst.ClassDef):
             # a class whose __init__ sets the GPU up on every path (set_device, a NCCL group, an assert; also
             # through a method it calls, `self.setup_dist_env()`, or the __init__ it inherits from a base class
@@ -574,6 +576,23 @@ class Guards:
             return self._requires[key]
         return (self._runs_collective(node) and self._nccl()) or self._runs_cuda_kernels(node) \
             or self._requests_cuda_fixture(node) or self._fixture_of_cuda_only_tests(node)
+
+    def _instantiated_for_cuda_only(self, cls: cst.ClassDef) -> bool:
+        """Is ``cls`` a generic device test of torch's framework instantiated for CUDA alone
+        (``instantiate_device_type_tests(TestFusedLayerNorm, globals(), only_for="cuda")``)? Without CUDA the
+        framework makes no class of it, and removes the generic one (checked on torch 2.13.0+cpu)."""
+        for call in self.ctx.nodes(cst.Call):
+            if (dotted_name(call.func) or "").split(".")[-1] != "instantiate_device_type_tests" or not call.args:
+                continue
+            first = call.args[0].value
+            if not (isinstance(first, cst.Name) and first.value == cls.name.value):
+                continue
+            only = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "only_for"), None)
+            values = [e.value for e in only.elements] if isinstance(only, (cst.Tuple, cst.List)) else [only]
+            if only is not None and values and all(
+                    v is not None and string_value(v) == "cuda" for v in values):
+                return True
+        return False
 
     def _fixture_of_cuda_only_tests(self, func: cst.FunctionDef) -> bool:
         """Is ``func`` a pytest fixture (not ``autouse``) that only tests marked GPU-only request, in its file or
@@ -1264,8 +1283,9 @@ def guards(ctx: Context) -> Guards:
 
 
 # a call that runs the function handed to it as its first argument, there and then (ignite's
-# `idist.Parallel(...).run(fn, ...)`, `mp.spawn(fn, ...)`, `start_processes(fn, ...)`, `launch(fn, ...)`)
-_RUNNERS = frozenset({"run", "spawn", "start_processes", "launch"})
+# `idist.Parallel(...).run(fn, ...)`, `mp.spawn(fn, ...)`, `start_processes(fn, ...)`, `launch(fn, ...)`; a
+# benchmark runner, fvcore's `benchmark(fn, "NAME", kwargs_list)` and `timeit.timeit(fn, number=n)`)
+_RUNNERS = frozenset({"run", "spawn", "start_processes", "launch", "benchmark", "timeit"})
 
 
 def _handed_to_runner(ctx: Context, func: cst.FunctionDef,

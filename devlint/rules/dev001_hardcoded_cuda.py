@@ -115,7 +115,8 @@ an opt-in flag that is off by default (`--cuda` with `action="store_true"`; a fl
 own name, `args.use_gpu`, not by what holds it: `accelerator.sync_gradients` is no check, nor is `if accelerator:`
 of an `Accelerator()` object), a function every call of which
 in the linted tree is guarded (also where a function of the module is handed by name to a runner that calls
-it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, after `assert torch.cuda.is_available()`, or to a
+it there and then, `parallel.run(fn, ...)`, `mp.spawn(fn, ...)`, a benchmark runner, `timeit.timeit(fn, ...)` or
+fvcore's `benchmark(fn, "NAME", kwargs_list)`, after `assert torch.cuda.is_available()`, or to a
 function of the project that checks for CUDA before it runs it, gsplat's `cli(main, args)`;
 not when another file of the project imports it), code in a `try` whose handler catches the error
 (`RuntimeError`, `AssertionError`, `AttributeError`, `Exception`, a bare `except`) and recovers: goes on
@@ -200,7 +201,9 @@ under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)
 condition is false, so with CUDA; not `skipif(not torch.cuda.is_available() and ...)`; also a marker that asks
 for GPUs by count, Lightning's `@RunIf(min_cuda_gpus=1)`, and a case `pytest.param(torch.device("cuda"),
 marks=RunIf(min_cuda_gpus=1))` of a parametrized test; a Ray actor or task declared `@ray.remote(num_gpus=1)`,
-which Ray runs only on a node with a GPU, its `__init__` included), a test that requests a
+which Ray runs only on a node with a GPU, its `__init__` included), the tests of a generic class of torch's
+device-type framework instantiated for CUDA alone (`instantiate_device_type_tests(TestFusedNorm, globals(),
+only_for="cuda")`: without CUDA it makes no class of it, checked on torch 2.13.0+cpu), a test that requests a
 pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
 tests call), a fixture that only tests marked GPU-only request (in its file, or its class for a class's
 fixture; not `autouse`), or a class whose
