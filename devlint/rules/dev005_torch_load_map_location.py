@@ -308,8 +308,32 @@ def _saved_before(ctx: Context, load: cst.Call) -> bool:
     if not isinstance(scope, cst.FunctionDef):
         return False
     calls = [c for c in _calls_of(ctx, scope) if not _in_scope(ctx, c, scope)]
-    return bool(calls) and all(_passes_path(ctx, scope, load, c) and _saves_to(ctx, source, _scope(ctx, c), c)
-                               for c in calls)
+    literal = isinstance(_unwrap_path(load.args[0].value), (cst.SimpleString, cst.ConcatenatedString))
+    return bool(calls) and all(
+        (_passes_path(ctx, scope, load, c) and _saves_to(ctx, source, _scope(ctx, c), c))
+        or (literal and _saver_called_before(ctx, source, c)) for c in calls)
+
+
+def _saver_called_before(ctx: Context, source: str, call: cst.Call) -> bool:
+    """Is a function of the module's top level that saves to ``source`` (a string literal: the same file from
+    any function) called before ``call`` in the same flow (``save()`` then ``restore_net()`` at a script's top
+    level, each naming ``'net.pkl'``)?"""
+    scope = _scope(ctx, call)
+    defined = {stmt.name.value: stmt for stmt in ctx.module.body if isinstance(stmt, cst.FunctionDef)}
+    for other in ctx.nodes(cst.Call):
+        if ctx.order[other] >= ctx.order[call] or not _in_scope(ctx, other, scope, strict=True):
+            continue
+        saver = defined.get(other.func.value) if isinstance(other.func, cst.Name) else None
+        if saver is not None and _saves_to(ctx, source, saver, call) and _runs_on_the_way(ctx, other, call):
+            return True
+    return False
+
+
+def _runs_on_the_way(ctx: Context, first: cst.CSTNode, later: cst.CSTNode) -> bool:
+    """Does every run that reaches ``later`` pass ``first`` (the block holding ``first``'s statement holds
+    ``later`` too: not ``if args.train: save()`` before an unconditional ``restore()``)?"""
+    block = next((a for a in ctx.ancestors(first) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
+    return block is not None and any(a is block for a in ctx.ancestors(later))
 
 
 def _saves_to(ctx: Context, source: str, scope: cst.CSTNode, before: cst.CSTNode) -> bool:
@@ -847,7 +871,9 @@ Not reported:
   `torch.jit.load`, `torch.jit.save(m, path)` or `traced.save(path)`; `str(path)` is the same file), or
   every call of the loading function in its file comes after such a save in its caller, with the path's
   name passed on under the same name (`train(config, ...)` saves `config.save_path`, then calls
-  `test(config, ...)`, which loads `config.save_path`): its tensors were on this machine's devices;
+  `test(config, ...)`, which loads `config.save_path`), or after a call, on every path to it, of a function
+  of the module that saves to the same string literal (a tutorial's `save()` writing `'net.pkl'`, then
+  `restore_net()` loading `'net.pkl'`, at the script's top level): its tensors were on this machine's devices;
 - a program that never touches an accelerator and writes its own checkpoints: no Python file of the
   loading file's directory mentions CUDA, a GPU, `mps` or `xpu`, and one of them calls `torch.save`;
 - a program that writes its checkpoints from the CPU: the loading file calls `torch.save`, each call saves a
