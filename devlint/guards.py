@@ -364,6 +364,9 @@ class Guards:
         return result
 
     def _assigned_polarity(self, name: str) -> Polarity:
+        imported = self._import_flag(name)
+        if imported is not None:
+            return Polarity.AVAILABLE if imported else Polarity.UNAVAILABLE
         values = self._assigned.get(name, [])
         computed = [self.polarity(v) for v in values]
         for found in computed:
@@ -386,6 +389,29 @@ class Guards:
         if not values and (self._passed_polarity(name) is Polarity.NONE or self._dict_default_on(name)):
             return Polarity.NONE  # fit(..., cuda) where every caller passes Cuda = True: a setting
         return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
+
+    def _import_flag(self, name: str) -> bool | None:
+        """A flag the module's top level sets by whether a CUDA-only module imports: ``try: from
+        apex.contrib.index_mul_2d import index_mul_2d`` / ``except ImportError: HAS_INDEX_MUL_2D = False`` /
+        ``else: HAS_INDEX_MUL_2D = True`` (or ``disabled = True`` in the handler): the value it holds when the
+        import succeeded (True for ``HAS_...``, False for ``disabled``), None for any other name. The code a
+        ``skipIf`` on it lets run has the CUDA extension, as a module that imports it at its top does."""
+        for stmt in self.ctx.module.body:
+            if not isinstance(stmt, cst.Try) or not any(
+                    h.type is None or (dotted_name(h.type) or "").split(".")[-1] in _IMPORT_ERRORS
+                    for h in stmt.handlers):
+                continue
+            found = _constant_assigned(name, [*_smalls(stmt.body), *(_smalls(stmt.orelse.body) if stmt.orelse else [])])
+            failed = {v for h in stmt.handlers for v in [_constant_assigned(name, _smalls(h.body))] if v is not None}
+            if found is None or failed != {not found}:
+                continue
+            modules = [m for small in _smalls(stmt.body) if isinstance(small, (cst.Import, cst.ImportFrom))
+                       for m in imported_modules(small)]
+            project = self.ctx.project
+            if modules and (project.imports_cuda_only(modules, self.ctx.path) if project is not None
+                            else any(devices.cuda_only_library(m) for m in modules)):
+                return found
+        return None
 
     def _imported_polarity(self, name: str) -> Polarity:
         """A flag imported from a module of the project that assigns it once at its top from an availability
@@ -929,6 +955,12 @@ class Guards:
         (``@ray.remote(num_gpus=1)``, a test class skipped without CUDA)?"""
         if any(self._marks_cuda_only(d.decorator) for d in owner.decorators):
             return True
+        if method.name.value in _FIXTURE_METHODS:
+            # unittest runs setUp / tearDown around each test of the class only: none runs when every test is
+            # skipped without CUDA (`@unittest.skipIf(disabled, "amp_C is unavailable")` on each)
+            tests = [m for m in owner.body.body if isinstance(m, cst.FunctionDef) and m.name.value.startswith("test")]
+            if tests and all(any(self._marks_cuda_only(d.decorator) for d in m.decorators) for m in tests):
+                return True
         return method.name.value != "__init__" and self._cuda_only_definition(owner)
 
     def _nccl_group(self, call: cst.Call) -> bool:
@@ -1374,6 +1406,27 @@ def _builds_itself(cls: cst.ClassDef) -> bool:
 def _constant_device(call: cst.Call) -> bool:
     """``torch.cuda.set_device(0)``: a GPU picked by number, not a launched rank's (``set_device(local_rank)``)."""
     return bool(call.args) and isinstance(call.args[0].value, cst.Integer)
+
+
+_FIXTURE_METHODS = frozenset({"setUp", "tearDown", "setup_method", "teardown_method"})
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _smalls(suite: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
+    """The simple statements right in a block (``try:`` / ``except:`` bodies; not those of nested blocks)."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return list(suite.body)
+    return [small for stmt in suite.body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body]
+
+
+def _constant_assigned(name: str, smalls: Sequence[cst.BaseSmallStatement]) -> bool | None:
+    """The ``True`` / ``False`` the statements ``smalls`` assign to ``name`` (the last one), else None."""
+    value = None
+    for small in smalls:
+        if isinstance(small, cst.Assign) and any(dotted_name(t.target) == name for t in small.targets) \
+                and isinstance(small.value, cst.Name) and small.value.value in ("True", "False"):
+            value = small.value.value == "True"
+    return value
 
 
 def imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:

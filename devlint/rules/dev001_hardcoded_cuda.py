@@ -201,7 +201,10 @@ under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)
 condition is false, so with CUDA; not `skipif(not torch.cuda.is_available() and ...)`; also a marker that asks
 for GPUs by count, Lightning's `@RunIf(min_cuda_gpus=1)`, and a case `pytest.param(torch.device("cuda"),
 marks=RunIf(min_cuda_gpus=1))` of a parametrized test; a Ray actor or task declared `@ray.remote(num_gpus=1)`,
-which Ray runs only on a node with a GPU, its `__init__` included), the tests of a generic class of torch's
+which Ray runs only on a node with a GPU, its `__init__` included; a `skipIf` on a flag the module's top sets by
+whether a CUDA-only module imports, `try: from apex.contrib.index_mul_2d import index_mul_2d` / `except
+ImportError: HAS_INDEX_MUL_2D = False`, or `disabled = True` in the handler), a `TestCase`'s `setUp` and
+`tearDown` when every test of its class is skipped without CUDA, the tests of a generic class of torch's
 device-type framework instantiated for CUDA alone (`instantiate_device_type_tests(TestFusedNorm, globals(),
 only_for="cuda")`: without CUDA it makes no class of it, checked on torch 2.13.0+cpu), a test that requests a
 pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
