@@ -105,6 +105,7 @@ class Guards:
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
         self._stops_at_import: bool | None = None
+        self._cuda_instantiated: set[str] | None = None  # test classes instantiated for CUDA alone
         self._cuda_only_flags: frozenset[str] | None = None
         self._string_nodes: list[tuple[str, cst.SimpleString]] | None = None
         self._in_config: dict[int, bool] = {}
@@ -607,18 +608,18 @@ class Guards:
         """Is ``cls`` a generic device test of torch's framework instantiated for CUDA alone
         (``instantiate_device_type_tests(TestFusedLayerNorm, globals(), only_for="cuda")``)? Without CUDA the
         framework makes no class of it, and removes the generic one (checked on torch 2.13.0+cpu)."""
-        for call in self.ctx.nodes(cst.Call):
-            if (dotted_name(call.func) or "").split(".")[-1] != "instantiate_device_type_tests" or not call.args:
-                continue
-            first = call.args[0].value
-            if not (isinstance(first, cst.Name) and first.value == cls.name.value):
-                continue
-            only = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "only_for"), None)
-            values = [e.value for e in only.elements] if isinstance(only, (cst.Tuple, cst.List)) else [only]
-            if only is not None and values and all(
-                    v is not None and string_value(v) == "cuda" for v in values):
-                return True
-        return False
+        if self._cuda_instantiated is None:
+            self._cuda_instantiated = set()
+            for call in self.ctx.nodes(cst.Call):
+                if (dotted_name(call.func) or "").split(".")[-1] != "instantiate_device_type_tests" or not call.args \
+                        or not isinstance(call.args[0].value, cst.Name):
+                    continue
+                only = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "only_for"),
+                            None)
+                values = [e.value for e in only.elements] if isinstance(only, (cst.Tuple, cst.List)) else [only]
+                if only is not None and values and all(v is not None and string_value(v) == "cuda" for v in values):
+                    self._cuda_instantiated.add(call.args[0].value.value)
+        return cls.name.value in self._cuda_instantiated
 
     def _fixture_of_cuda_only_tests(self, func: cst.FunctionDef) -> bool:
         """Is ``func`` a pytest fixture (not ``autouse``) that only tests marked GPU-only request, in its file or
