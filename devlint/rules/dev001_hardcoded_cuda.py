@@ -223,8 +223,8 @@ nerf.network_tcnn import NeRFNetwork` / `else: from nerf.network import NeRFNetw
 project's kernels), or otherwise guards what follows or leaves (AnimateDiff's `init_dist`: `set_device(local_rank)`
 for the "pytorch" and "slurm" launchers, `raise` for any other; not when one arm goes on without a GPU); a
 module that imports a CUDA-only
-library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d, diso; also, for the importing module
-itself
+library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d, diso, tiny-cuda-nn's tinycudann, which
+raises at import without CUDA; also, for the importing module itself
 only, a GPU kernel language or GPU-only engine: Triton, TileLang, CUTLASS's CuTe DSL, Transformer Engine, vLLM,
 not the modules of the project that import it for one layer; a module that defines `@triton.jit` kernels at its
 top needs Triton even when it imports it under `if _TRITON_AVAILABLE:`; a module that loads a native library
