@@ -359,9 +359,12 @@ def uses_torch(modules: Iterable[str]) -> bool:
 # nvdiffrast: it imports without a GPU and compiles its plugin at the first context, so a module may import it
 # for one branch, stable-dreamfusion's DMTet, and run its others on the CPU)
 # tiny-cuda-nn's torch bindings raise at import without CUDA (bindings/torch/tinycudann/modules.py: `if not
-# torch.cuda.is_available(): raise EnvironmentError("Unknown compute capability. ...")` at its top).
+# torch.cuda.is_available(): raise EnvironmentError("Unknown compute capability. ...")` at its top). The Gaussian
+# splatting kernels of graphdeco-inria (diff-gaussian-rasterization, simple-knn: the git submodules of 3D Gaussian
+# Splatting and its many forks) are CUDAExtensions built from .cu sources only, with no CPU implementation.
 CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn", "mamba_ssm",
-                                 "causal_conv1d", "selective_scan_cuda", "diso", "tinycudann"})
+                                 "causal_conv1d", "selective_scan_cuda", "diso", "tinycudann",
+                                 "diff_gaussian_rasterization", "simple_knn"})
 # GPU kernel languages and GPU-only engines: a module that imports Triton, TileLang or CUTLASS's CuTe DSL at its
 # top writes kernels that launch on a GPU only, and NVIDIA's Transformer Engine and vLLM's engine run on one. Only
 # the importing module itself is CUDA-only: a module of the project that imports it for one layer (efficientvit's
