@@ -144,7 +144,8 @@ class Guards:
         if isinstance(expr, cst.BooleanOperation):
             # `a or b` false: both are (a conjunction); `a and b` false: one is (a disjunction)
             return _both(self.falsity(expr.left), self.falsity(expr.right), isinstance(expr.operator, cst.Or))
-        return self.polarity(expr).flip()
+        counted = self._count_falsity(expr) if isinstance(expr, cst.Comparison) else None
+        return counted if counted is not None else self.polarity(expr).flip()
 
     def _implies_unavailable(self, test: cst.BaseExpression) -> bool:
         """Is the code that runs when ``test`` is false (an ``else``, what follows ``if test: exit``) the
@@ -344,10 +345,32 @@ class Guards:
 
     @staticmethod
     def _count_polarity(known: Polarity, op: cst.BaseCompOp, number: float) -> Polarity:
-        """``device_count() > 1``, ``args.gpu >= 0``, ``n_gpu == 0``, ``gpu_id == -1``."""
+        """``device_count() > 1``, ``args.gpu >= 0``, ``n_gpu == 0``, ``gpu_id == -1``; ``device_count() < 2``
+        true says nothing (none, or one)."""
         none = (isinstance(op, cst.Equal) and number <= 0) or (isinstance(op, cst.LessThan) and number <= 1) \
             or (isinstance(op, cst.LessThanEqual) and number <= 0)
+        if isinstance(op, (cst.LessThan, cst.LessThanEqual)) and not none:
+            return Polarity.UNKNOWN
         return known.flip() if none else known
+
+    def _count_falsity(self, comp: cst.Comparison) -> Polarity | None:
+        """What a count's comparison being false implies where that is not the opposite of its truth:
+        ``device_count() < 2`` false means two or more (``skipif(torch.cuda.device_count() < 2, ...)`` runs
+        with CUDA), ``device_count() > 1`` false means one or none (nothing definite). None: no such count."""
+        if len(comp.comparisons) != 1:
+            return None
+        op, right = comp.comparisons[0].operator, comp.comparisons[0].comparator
+        number = _number(right)
+        if number is None or self._world_size_polarity(comp.left, op, right) is not None:
+            return None
+        known = self.polarity(comp.left)
+        if known not in (Polarity.AVAILABLE, Polarity.UNAVAILABLE):
+            return None
+        if (isinstance(op, cst.LessThan) and number > 1) or (isinstance(op, cst.LessThanEqual) and number > 0):
+            return known
+        if (isinstance(op, cst.GreaterThan) and number >= 1) or (isinstance(op, cst.GreaterThanEqual) and number >= 2):
+            return Polarity.UNKNOWN
+        return None
 
     def _flag_polarity(self, expr: cst.Name | cst.Attribute) -> Polarity:
         name = dotted_name(expr)

@@ -198,7 +198,9 @@ autograd Function) and those only called from there; a class or function that de
 names in a string outside any guard, `"target": "main.CUDACallback"`: it is built by name on every path) or
 decorator (a test
 under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)` runs only when the whole
-condition is false, so with CUDA; not `skipif(not torch.cuda.is_available() and ...)`; also a marker that asks
+condition is false, so with CUDA; so does `skipif(torch.cuda.device_count() < 2, ...)`, two GPUs or more; not
+`skipif(not torch.cuda.is_available() and ...)`, nor `skipif(torch.cuda.device_count() > 1, ...)`, which runs with
+none; also a marker that asks
 for GPUs by count, Lightning's `@RunIf(min_cuda_gpus=1)`, and a case `pytest.param(torch.device("cuda"),
 marks=RunIf(min_cuda_gpus=1))` of a parametrized test; a Ray actor or task declared `@ray.remote(num_gpus=1)`,
 which Ray runs only on a node with a GPU, its `__init__` included; a `skipIf` on a flag the module's top sets by
@@ -224,7 +226,8 @@ project's kernels), or otherwise guards what follows or leaves (AnimateDiff's `i
 for the "pytorch" and "slurm" launchers, `raise` for any other; not when one arm goes on without a GPU); a
 module that imports a CUDA-only
 library (TensorRT, PyCUDA, CuPy, flash-attn, mamba-ssm, causal-conv1d, diso, tiny-cuda-nn's tinycudann, which
-raises at import without CUDA; also, for the importing module itself
+raises at import without CUDA, Gaussian splatting's diff-gaussian-rasterization and simple-knn, CUDA extensions with
+no CPU implementation; also, for the importing module itself
 only, a GPU kernel language or GPU-only engine: Triton, TileLang, CUTLASS's CuTe DSL, Transformer Engine, vLLM,
 not the modules of the project that import it for one layer; a module that defines `@triton.jit` kernels at its
 top needs Triton even when it imports it under `if _TRITON_AVAILABLE:`; a module that loads a native library
