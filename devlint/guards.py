@@ -172,7 +172,29 @@ class Guards:
         if isinstance(expr, cst.Subscript):  # cfg["cuda"], flags["use_gpu"]: a flag of unknown origin
             key = string_value(expr.slice[0].slice.value) if isinstance(expr.slice[0].slice, cst.Index) else None
             return Polarity.AVAILABLE if key is not None and devices.is_guard_text(key) else Polarity.UNKNOWN
+        if isinstance(expr, cst.IfExp):
+            return self._if_exp_polarity(expr)
         return Polarity.UNKNOWN
+
+    def _if_exp_polarity(self, expr: cst.IfExp) -> Polarity:
+        """A value chosen by an availability call, one arm a falsy constant: ``torch.cuda.device_count() if
+        torch.cuda.is_available() else 0`` is true only where CUDA is (fairscale's ``num_devices``, then ``assert
+        num_devices > 0``), ``0 if not torch.cuda.is_available() else n`` too. Not ``"cuda" if ... else "cpu"``
+        (both arms are true), nor a test of a setting (``True if opt.test_mode == "GPU" else False`` with
+        ``--test_mode`` defaulting to ``"GPU"``: a setting on by default, no check)."""
+        test = expr.test
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        if not isinstance(test, cst.Call):
+            return Polarity.UNKNOWN
+        decided = (Polarity.AVAILABLE, Polarity.UNAVAILABLE)
+        if _falsy_constant(expr.orelse):
+            found = self.polarity(expr.test)
+        elif _falsy_constant(expr.body):
+            found = self.falsity(expr.test)
+        else:
+            return Polarity.UNKNOWN
+        return found if found in decided else Polarity.UNKNOWN
 
     def mode_polarity(self, expr: cst.BaseExpression) -> Polarity:
         """:meth:`polarity` for telling which branch runs on which device: a flag named for the GPU that is a
@@ -1430,6 +1452,17 @@ def _builds_itself(cls: cst.ClassDef) -> bool:
 def _constant_device(call: cst.Call) -> bool:
     """``torch.cuda.set_device(0)``: a GPU picked by number, not a launched rank's (``set_device(local_rank)``)."""
     return bool(call.args) and isinstance(call.args[0].value, cst.Integer)
+
+
+def _falsy_constant(expr: cst.BaseExpression) -> bool:
+    """``0``, ``0.0``, ``None``, ``False`` or an empty string."""
+    if isinstance(expr, cst.Integer):
+        return expr.evaluated_value == 0
+    if isinstance(expr, cst.Float):
+        return expr.evaluated_value == 0.0
+    if isinstance(expr, cst.Name):
+        return expr.value in ("None", "False")
+    return isinstance(expr, cst.SimpleString) and string_value(expr) == ""
 
 
 _FIXTURE_METHODS = frozenset({"setUp", "tearDown", "setup_method", "teardown_method"})

@@ -103,8 +103,10 @@ project mentions its name, which may import and read it), in the `else` of
 (`init_env(args)` that exits without a GPU; followed up to four calls deep, dinov2's `setup(args)` ->
 `default_setup(args)` -> `distributed.enable()`; also an exit that a parameter's default switches on, Megatron's
 `initialize_megatron(args, allow_no_cuda=False)` asserting CUDA under `if not allow_no_cuda:`, where the call does
-not pass that parameter), guards held in a variable (`use_gpu = torch.cuda.is_available()`;
-also a flag imported from a module of the project that assigns it once so, torchtune's `_SUPPORTS_FLEX_ATTENTION`)
+not pass that parameter), guards held in a variable (`use_gpu = torch.cuda.is_available()`; a count whose other
+arm is `0`, `num_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0`, then `assert
+num_devices > 0`; also a flag imported from a module of the project that assigns it once so, torchtune's
+`_SUPPORTS_FLEX_ATTENTION`)
 or returned by a function of the project (`if not enough_gpus(2): sys.exit()` where every `return` of
 `enough_gpus` needs an accelerator: `return torch.accelerator.is_available() and count >= n`), a flag set to
 `True` only under such a guard (`cuda_flag = False`, then `cuda_flag = True` inside `if
