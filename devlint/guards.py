@@ -106,6 +106,7 @@ class Guards:
         self._checked: frozenset[str] | None = None
         self._stops_at_import: bool | None = None
         self._cuda_instantiated: set[str] | None = None  # test classes instantiated for CUDA alone
+        self._kernels: dict[int, bool] = {}  # id of a function -> whether it runs the project's CUDA kernels
         self._cuda_only_flags: frozenset[str] | None = None
         self._string_nodes: list[tuple[str, cst.SimpleString]] | None = None
         self._in_config: dict[int, bool] = {}
@@ -726,13 +727,12 @@ class Guards:
         ``.backend`` from ``.cu`` sources)? The autograd Function around a kernel is CUDA-only by design."""
         if self.ctx.project is None or not isinstance(func.body, cst.IndentedBlock):
             return False
-        for stmt in func.body.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                continue
-            for node in walk(stmt):
-                if isinstance(node, cst.Call) and not node.args and self._cuda_kernel_getter(node):
-                    return True
-        return False
+        held = self._kernels.get(id(func))
+        if held is None:  # kept: every guard question about a line of the function asks it again
+            held = self._kernels[id(func)] = any(
+                isinstance(node, cst.Call) and not node.args and self._cuda_kernel_getter(node)
+                for stmt in func.body.body if isinstance(stmt, cst.SimpleStatementLine) for node in walk(stmt))
+        return held
 
     def _cuda_kernel_getter(self, call: cst.Call) -> bool:
         found = callee(self.ctx, call)
