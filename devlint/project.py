@@ -1207,20 +1207,25 @@ def _attribute_calls_pass(ctx: Context, func: cst.FunctionDef, name: str, index:
     calls = [call for site_ctx, call in candidates
              if isinstance(call.func, cst.Attribute) and call.func.attr.value == method
              and not (isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls"))
-             and callee(site_ctx, call) is None and owner.name.value in _built_as(site_ctx, call.func.value)]
+             and callee(site_ctx, call) is None and _may_be(owner.name.value, _built_as(site_ctx, call.func.value))]
     return bool(calls) and not any(leaves_default(call, name, index, True) for call in calls)
 
 
-def _built_as(ctx: Context, receiver: cst.BaseExpression) -> frozenset[str] | _Anything:
+def _may_be(cls: str, built: frozenset[str] | None) -> bool:
+    """May an object built from the classes ``built`` (None: not known) be of class ``cls``?"""
+    return built is None or cls in built
+
+
+def _built_as(ctx: Context, receiver: cst.BaseExpression) -> frozenset[str] | None:
     """The classes (last names) ``self.x`` is built from in the class around it (``self.prompter =
-    SDPrompter()``, or annotated: ``self.dit: HunyuanVideoDiT = None``), or anything where that is not known
+    SDPrompter()``, or annotated: ``self.dit: HunyuanVideoDiT = None``), or None where that is not known
     (another receiver; no such assignment; one assigns something else: ``model_manager.fetch_model(...)``)."""
     if not (isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
             and receiver.value.value == "self"):
-        return _ANYTHING
+        return None
     cls = next((a for a in ctx.ancestors(receiver) if isinstance(a, cst.ClassDef)), None)
     if cls is None:
-        return _ANYTHING
+        return None
     attr = receiver.attr.value
 
     def is_attr(target: cst.BaseExpression) -> bool:
@@ -1240,17 +1245,7 @@ def _built_as(ctx: Context, receiver: cst.BaseExpression) -> frozenset[str] | _A
             built.add(made)
         else:
             unknown = True  # (not a class built there: a factory's or a loader's value)
-    return frozenset(built) if built and not unknown else _ANYTHING
-
-
-class _Anything:
-    """Holds every name (an unknown set of classes)."""
-
-    def __contains__(self, item: object) -> bool:
-        return True
-
-
-_ANYTHING = _Anything()
+    return frozenset(built) if built and not unknown else None
 
 
 def _constructed_by_lookup(ctx: Context, func: cst.FunctionDef, param: cst.Param) -> bool:
