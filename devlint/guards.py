@@ -107,6 +107,7 @@ class Guards:
         self._stops_at_import: bool | None = None
         self._cuda_instantiated: set[str] | None = None  # test classes instantiated for CUDA alone
         self._kernels: dict[int, bool] = {}  # id of a function -> whether it runs the project's CUDA kernels
+        self._cuda_only_tests: dict[int, bool] = {}  # id of a class -> whether its every test needs CUDA
         self._cuda_only_flags: frozenset[str] | None = None
         self._string_nodes: list[tuple[str, cst.SimpleString]] | None = None
         self._in_config: dict[int, bool] = {}
@@ -1001,13 +1002,20 @@ class Guards:
         (``@ray.remote(num_gpus=1)``, a test class skipped without CUDA)?"""
         if any(self._marks_cuda_only(d.decorator) for d in owner.decorators):
             return True
-        if method.name.value in _FIXTURE_METHODS:
-            # unittest runs setUp / tearDown around each test of the class only: none runs when every test is
-            # skipped without CUDA (`@unittest.skipIf(disabled, "amp_C is unavailable")` on each)
-            tests = [m for m in owner.body.body if isinstance(m, cst.FunctionDef) and m.name.value.startswith("test")]
-            if tests and all(any(self._marks_cuda_only(d.decorator) for d in m.decorators) for m in tests):
-                return True
+        if method.name.value in _FIXTURE_METHODS and self._tests_cuda_only(owner):
+            return True
         return method.name.value != "__init__" and self._cuda_only_definition(owner)
+
+    def _tests_cuda_only(self, cls: cst.ClassDef) -> bool:
+        """Is every test of the class marked to run only with CUDA (``@unittest.skipIf(disabled, "amp_C is
+        unavailable")`` on each)? unittest runs setUp / tearDown around each test only: then none runs without
+        CUDA. Kept per class: each line of its setUp asks."""
+        held = self._cuda_only_tests.get(id(cls))
+        if held is None:
+            tests = [m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value.startswith("test")]
+            held = self._cuda_only_tests[id(cls)] = bool(tests) and all(
+                any(self._marks_cuda_only(d.decorator) for d in m.decorators) for m in tests)
+        return held
 
     def _nccl_group(self, call: cst.Call) -> bool:
         """Does ``init_process_group(...)`` start a NCCL group?"""
@@ -1195,15 +1203,21 @@ def _catches_device_errors(handler: cst.ExceptHandler) -> bool:
     return (dotted_name(handler.type) or "").split(".")[-1] in devices.GUARD_EXCEPTIONS
 
 
+def ends_by_raising(handler: cst.ExceptHandler) -> bool:
+    """Does the handler end by raising (again, or another error)?"""
+    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
+    last = body[-1] if body else None
+    return isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and bool(last.body) \
+        and isinstance(last.body[-1], cst.Raise)
+
+
 def _recovers(handler: cst.ExceptHandler) -> bool:
     """Does the handler recover: work of its own (a CPU fallback), a ``pass`` or ``return`` that goes on
     without the result on purpose; not a handler that only logs or prints the error, skips to the next
     iteration (``except: continue``: every batch skipped without CUDA) or raises again?"""
-    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
-    last = body[-1] if body else None
-    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body \
-            and isinstance(last.body[-1], cst.Raise):
+    if ends_by_raising(handler):
         return False  # whatever it did first (a debugger, a checkpoint), the handler ends by raising again
+    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
     for stmt in body:
         small = stmt.body if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else None
         if small is None:

@@ -14,7 +14,7 @@ from devlint import devices
 from devlint.analysis import CommandLineOption, command_line_options, device_uses, is_script
 from devlint.context import Context, dotted_name, string_value
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
-from devlint.guards import guards, instance_method, walk
+from devlint.guards import ends_by_raising, guards, instance_method, walk
 from devlint.lazy import LazyModule
 from devlint.project import call_sites, callee, caller_words
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
@@ -378,7 +378,7 @@ def _caught_here(ctx: Context, node: cst.CSTNode) -> bool:
         if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return False
         if isinstance(anc, cst.Try) and child is anc.body and any(
-                _catches_all(h) and not _reraises(h) for h in anc.handlers):
+                _catches_all(h) and not ends_by_raising(h) for h in anc.handlers):
             return True
         child = anc
     return False
@@ -389,14 +389,6 @@ def _catches_all(handler: cst.ExceptHandler) -> bool:
         return True
     kinds = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
     return any((dotted_name(k) or "").split(".")[-1] in ("Exception", "BaseException") for k in kinds)
-
-
-def _reraises(handler: cst.ExceptHandler) -> bool:
-    """Does the handler end by raising (again, or another error)?"""
-    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
-    last = body[-1] if body else None
-    return isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and bool(last.body) \
-        and isinstance(last.body[-1], cst.Raise)
 
 
 # The calls that pick or name the process's GPU: in distributed code, the launched rank's GPU.
