@@ -215,12 +215,26 @@ class _Flow:
         return self._holds_load(expr) or bool(_names_in(expr) & (self.direct | self.derived))
 
 
+def _flow(ctx: Context, load: cst.BaseExpression) -> _Flow:
+    """The :class:`_Flow` of a loaded value in the function that loads it, built once per load (whether it is
+    model state, read in BasicSR's layout, handed to an optimizer: each asks)."""
+    flows = ctx.shared("dev005.flows", _no_flows)
+    held = flows.get(id(load))
+    if held is None:
+        held = flows[id(load)] = _Flow(ctx, load, _scope(ctx, load))
+    return held
+
+
+def _no_flows(ctx: Context) -> dict[int, _Flow]:
+    return {}
+
+
 def _model_state(ctx: Context, load: cst.BaseExpression, depth: int = 1) -> bool:
     """Is the loaded value model state: handed (or something computed from it) to a ``load_state_dict``, or
     used as a module (called, ``.eval()``, ``.parameters()``, ...)? A function of the file that returns it
     (``return torch.load(path)``) is followed to its calls in the file, ``depth`` times."""
     scope = _scope(ctx, load)
-    flow = _Flow(ctx, load, scope)
+    flow = _flow(ctx, load)
     if any(_uses_as_state(flow, call) for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope)):
         return True
     if any(_state_item(flow, item) for item in ctx.nodes(cst.Subscript) if _in_scope(ctx, item, scope)):
@@ -260,7 +274,7 @@ def _cpu_saved_layout(ctx: Context, load: cst.Call) -> bool:
     ["params_ema"]``, or ``ckpt[param_key]`` where ``param_key`` is a parameter whose default is one
     (KAIR's ``load_network(self, load_path, network, strict=True, param_key='params')``)?"""
     scope = _scope(ctx, load)
-    flow = _Flow(ctx, load, scope)
+    flow = _flow(ctx, load)
     defaults: dict[str, str | None] = {}
     if isinstance(scope, cst.FunctionDef):
         params = scope.params
@@ -664,7 +678,7 @@ def _optimizer_state(saved: cst.BaseExpression) -> bool:
 def _feeds_optimizer(ctx: Context, load: cst.Call) -> bool:
     """Does the loaded value (or what is computed from it) go to an optimizer's ``load_state_dict``?"""
     scope = _scope(ctx, load)
-    flow = _Flow(ctx, load, scope)
+    flow = _flow(ctx, load)
     for call in ctx.nodes(cst.Call):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == devices.STATE_LOADER \
