@@ -368,6 +368,7 @@ class Project:
                 found = {name: index.scope_evidence(scope) or index.calls_project(scope)
                          for name, scope in index.function_scopes.items()}
                 found.update((name, True) for name in index.module_class_names)  # Net(): maybe a module class
+                found.update((name, True) for name in index.pipeline_class_names)  # a pipeline: no module
                 self._evidence[path] = found
         # unknown (not a function of the file, or being computed): it may
         return self._evidence[path].get(symbol, path not in self._evidence or not self._evidence[path])

@@ -67,7 +67,9 @@ class Val:
     kind: str = "tensor"  # "tensor" or "module"
     grad: str | None = None  # why it may require grad
     gpu: str | None = None  # why it may live off the CPU
-    params: bool = True  # a module with parameters (its output requires grad)
+    # a module with parameters (its output requires grad); an object of unknown type (``moved``) that a class
+    # call built (Net().to(device)), where False: one a function returned (pickle.load(f).to(device))
+    params: bool = True
     # What is proven (the fix needs proof, a finding only evidence): a torch object; requires no grad;
     # lives on the CPU.
     torch: bool = False
@@ -747,6 +749,8 @@ class Provenance:
             params = not (_PARAMETERLESS.fullmatch(parts[-1]) or preprocessor)
             return Val("module", params=params, torch=True,
                        cpu=not self.default_device and not qn.endswith(MODULE_FACTORIES_SUFFIX))
+        if qn == "torch.hub.load":  # whatever the entry point returns: a model, a predictor, a function
+            return Val("tensor", torch=True, moved=True, params=False)
         if parts[0] == "torch" and qn not in NO_GRAD_CONTEXTS:
             elements = list(self._list_elements(call, env, no_grad))
             out = _union(*args, *elements, complete=False)
@@ -807,13 +811,16 @@ class Provenance:
             return None
         if method == devices.CUDA_METHOD:
             if recv is None:
-                return Val("tensor", None, "moved with .cuda()", torch=True, moved=True)
+                return Val("tensor", None, "moved with .cuda()", torch=True, moved=True,
+                           params=not _loaded(func.value))
             return replace(recv, gpu="moved with .cuda()", cpu=False)
         if method == devices.MOVE_METHOD:
             return self._moved(call, recv, kwargs)
         if recv is None:
             # x.detach() of a value of unknown type: only a tensor has the method
             return Val("tensor", torch=True, nograd=True) if method in ("detach", "detach_") else None
+        if recv.kind == "object":  # pipe.cpu(), pipe.eval(): the same object; any other method: not known
+            return recv if method == devices.CPU_METHOD or method in MODULE_KEEP else None
         if _as_module_method(method, recv):
             return self._module_method(method, recv, args, complete, no_grad, func)
         return _tensor_method(method, recv, args, complete, no_grad)
@@ -854,7 +861,8 @@ class Provenance:
             return replace(recv, gpu=None, cpu=True)
         where = f"moved with .to({ctx.code(target)})"
         if recv is None:
-            return Val("tensor", None, where, torch=True, moved=True)
+            assert isinstance(call.func, cst.Attribute)
+            return Val("tensor", None, where, torch=True, moved=True, params=not _loaded(call.func.value))
         return replace(recv, gpu=where, cpu=False)
 
     def _module_method(self, method: str, recv: Val, args: list[Val | None], complete: bool, no_grad: bool,
@@ -888,7 +896,7 @@ class Provenance:
         if isinstance(definition, cst.ClassDef):  # a module class of the project: Net()
             if definition.name.value in other.module_classes:
                 return _module_class(other_ctx, definition, call, not self.default_device)
-            return None
+            return _OBJECT if _no_module_class(definition) else None
         other._ensure(definition)
         return other.returns.get(definition)
 
@@ -905,7 +913,13 @@ class Provenance:
         cpu = module.cpu and complete and all(a.cpu for a in known)
         if module.nograd:  # its forward runs under torch.no_grad(): nothing it returns requires grad
             return Val("tensor", None, gpu, torch=module.torch, nograd=True, cpu=cpu, output=True)
-        if module.params:
+        if module.kind != "module" and not module.params:
+            # an object of unknown type that no class call built (pickle.load(f).to(device), torch.hub.load(...)),
+            # called: a module, a predictor whose forward runs without grad (co-tracker's hub entry), a pickled
+            # detector whose parameters are frozen: whether its output requires grad is not known
+            grad = None
+            nograd = no_grad
+        elif module.params:
             grad = None if no_grad else f"output of {name}(...) outside torch.no_grad()"
             nograd = no_grad
         else:
@@ -935,6 +949,30 @@ class Provenance:
         if call in self.statement_receivers:  # a loop's second run: proven only if proven on both
             recv = _merge_values(self.statement_receivers[call], recv)
         self.statement_receivers[call] = recv
+
+
+# An object of a class of the project that is no module (:func:`_no_module_class`): moved with .to() it stays
+# one, and what calling it returns is not known (a diffusion pipeline's __call__ runs under torch.no_grad()).
+_OBJECT = Val("object", params=False)
+
+
+def _no_module_class(cls: cst.ClassDef) -> bool:
+    """Is ``cls`` (not a module class of its file) a plain class (no base but ``object``) or a pipeline (a base
+    named ``...Pipeline``: diffusers' DiffusionPipeline, whose pipelines' ``__call__`` run under
+    ``torch.no_grad()``, or the project's own pipeline base), with no base named for a module or model?"""
+    names = [(dotted_name(b.value) or "").split(".")[-1] for b in cls.bases if b.keyword is None]
+    if any("Module" in n or "Model" in n for n in names):
+        return False
+    return all(n == "object" for n in names) or any(n.endswith("Pipeline") for n in names)
+
+
+def _loaded(expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a call of a function (``pickle.load(f)``, ``create_metric(name)``), not of a class (``Net()``,
+    ``models.Net(...)``: named in CapWords)? What it returns is an object of unknown type."""
+    if not isinstance(expr, cst.Call):
+        return False
+    name = (dotted_name(expr.func) or "").split(".")[-1]
+    return name[:1].islower()
 
 
 def _copy_call(expr: cst.BaseExpression) -> bool:
@@ -1057,6 +1095,30 @@ def _in_no_grad_block(ctx: Context, node: cst.CSTNode, func: cst.FunctionDef) ->
         if isinstance(anc, cst.With) and any(_no_grad_call(ctx, item.item) for item in anc.items):
             return True
     return False
+
+
+def under_no_grad(ctx: Context, node: cst.CSTNode) -> bool:
+    """Is ``node`` inside a ``with torch.no_grad():`` / ``torch.inference_mode()`` block, or in a function
+    decorated with one of them (an enclosing one too)?"""
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.With) and any(_no_grad_call(ctx, item.item) for item in anc.items):
+            return True
+        if isinstance(anc, cst.FunctionDef) and any(_no_grad_call(ctx, d.decorator) for d in anc.decorators):
+            return True
+    return False
+
+
+def called_only_without_grad(ctx: Context, node: cst.CSTNode) -> bool:
+    """Is ``node`` in a function (or method) that the linted tree calls, and only under ``torch.no_grad()``
+    (drqv2's ``agent.act(obs)``, called by the training loop in ``with torch.no_grad(), eval_mode(agent):``)?
+    Every call of its name counts, whatever it is called on (``self.agent.act(...)``): a call of another
+    function of that name outside no_grad keeps the answer no, as does a tree too wide to look at."""
+    func = ctx.enclosing_function(node)
+    project = ctx.project
+    if func is None or project is None:
+        return False
+    calls = project.calls_named(func.name.value, resolving=False)
+    return bool(calls) and all(under_no_grad(c_ctx, c) for c_ctx, c in calls)
 
 
 def _keeps_quiet(expr: cst.BaseExpression, quiet: set[str]) -> bool:

@@ -312,6 +312,8 @@ class AstIndex:
     class_names: set[str] = field(default_factory=set)
     classes: list[ast.ClassDef] = field(default_factory=list)  # every class statement, nested ones too
     module_class_names: set[str] = field(default_factory=set)  # classes that may be torch modules (by base)
+    # other classes with a base named ...Pipeline (a diffusion pipeline: no module, run under torch.no_grad())
+    pipeline_class_names: set[str] = field(default_factory=set)
     # The facts below come from a walk of every node, made when one of them is first asked for (__getattr__):
     # a rule whose screen needs only the imports and classes (DEV007, DEV008, DEV009) never pays for it.
     calls: list[ast.Call] = field(init=False, repr=False, compare=False)
@@ -378,6 +380,8 @@ class AstIndex:
         if any("Module" in (dotted(b) or "") or "Model" in (dotted(b) or "") or (dotted(b) or "").startswith("nn.")
                for b in node.bases):
             self.module_class_names.add(node.name)
+        elif any((dotted(b) or "").endswith("Pipeline") for b in node.bases):
+            self.pipeline_class_names.add(node.name)
 
     # --- one walk --------------------------------------------------------------------------
     def _walk(self) -> None:
