@@ -108,6 +108,7 @@ class Guards:
         self._cuda_instantiated: set[str] | None = None  # test classes instantiated for CUDA alone
         self._kernels: dict[int, bool] = {}  # id of a function -> whether it runs the project's CUDA kernels
         self._cuda_only_tests: dict[int, bool] = {}  # id of a class -> whether its every test needs CUDA
+        self._skipping: dict[int, bool] = {}  # id of a class -> whether its setUp skips without CUDA
         self._cuda_only_flags: frozenset[str] | None = None
         self._string_nodes: list[tuple[str, cst.SimpleString]] | None = None
         self._in_config: dict[int, bool] = {}
@@ -790,8 +791,8 @@ class Guards:
                 return True
             if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
                 name = self.ctx.qualname(s.value.func) or dotted_name(s.value.func) or ""
-                if name in devices.EXIT_CALLS or name.split(".")[-1] == "error":  # parser.error(...)
-                    return True
+                if name in devices.EXIT_CALLS or name.split(".")[-1] == "error" or name == "self.skipTest":
+                    return True  # parser.error(...); a test's self.skipTest(...) raises unittest.SkipTest
         return False
 
     def _first_guard_index(self, block: cst.CSTNode, body: Sequence[cst.BaseStatement]) -> int | None:
@@ -855,6 +856,9 @@ class Guards:
         leave?"""
         statements = body.body if isinstance(body, cst.IndentedBlock) else []
         for s in statements:
+            if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Return) \
+                    and isinstance(s.body[0].value, cst.Call) and self._cuda_only_call(s.body[0].value, depth):
+                return True  # `return _setup_dist(...)` of a function that returns only with CUDA
             if _returns(s):
                 return False
             if isinstance(s, (cst.SimpleStatementLine, cst.If)) and self._guards_what_follows(s, terminating, depth):
@@ -945,8 +949,34 @@ class Guards:
                                            and self.polarity(stmt.test) is Polarity.AVAILABLE):
                     break  # `else: args.distributed = False; return` before set_device: a path without CUDA
                     # (not `if dist.is_initialized(): return` in a NCCL project: that path has CUDA)
+            if found is None and self._returns_only_after_cuda_setup(func, body, depth):
+                found = frozenset()
             self._unless[key] = found
         return self._unless[key]
+
+    def _returns_only_after_cuda_setup(self, func: cst.FunctionDef, body: Sequence[cst.BaseStatement],
+                                       depth: int) -> bool:
+        """Does each ``return`` of ``func`` follow, in its own block, a statement that sets up a CUDA-only flow,
+        with no way to fall off its end (its last statement raises)? Jukebox's retry loop: ``for attempt in
+        range(n): try: init_process_group(backend=backend); ...; torch.cuda.set_device(rank); return ...``, then
+        ``raise RuntimeError("Failed to initialize NCCL")``."""
+        last = body[-1] if body else None
+        if not (isinstance(last, cst.SimpleStatementLine) and last.body and isinstance(last.body[-1], cst.Raise)):
+            return False
+        ctx = self.ctx
+        returns = [r for r in ctx.nodes(cst.Return) if ctx.enclosing_function(r) is func]
+        if not returns or any(ctx.enclosing_function(y) is func for y in ctx.nodes(cst.Yield)):
+            return False
+        for ret in returns:
+            line = ctx.parent(ret)
+            block = ctx.parent(line)
+            if not isinstance(block, cst.IndentedBlock) or not isinstance(line, cst.SimpleStatementLine):
+                return False
+            before = block.body[:next(i for i, s in enumerate(block.body) if s is line)]
+            if not any(isinstance(s, cst.SimpleStatementLine)
+                       and self._guards_what_follows(s, terminating=True, depth=depth) for s in before):
+                return False
+        return True
 
     @staticmethod
     def _default_switch(func: cst.FunctionDef, stmt: cst.BaseStatement) -> frozenset[str] | None:
@@ -1004,6 +1034,8 @@ class Guards:
             return True
         if method.name.value in _FIXTURE_METHODS and self._tests_cuda_only(owner):
             return True
+        if method.name.value not in ("setUp", "setUpClass", "__init__") and self._skips_without_cuda(owner):
+            return True  # a method of a test class whose setUp skips every test without CUDA
         return method.name.value != "__init__" and self._cuda_only_definition(owner)
 
     def _tests_cuda_only(self, cls: cst.ClassDef) -> bool:
@@ -1015,6 +1047,32 @@ class Guards:
             tests = [m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value.startswith("test")]
             held = self._cuda_only_tests[id(cls)] = bool(tests) and all(
                 any(self._marks_cuda_only(d.decorator) for d in m.decorators) for m in tests)
+        return held
+
+    def _skips_without_cuda(self, cls: cst.ClassDef, depth: int = 3) -> bool:
+        """Does the class's ``setUp`` (its own, else that of a base class of the file, ``depth`` classes up) skip
+        every test without CUDA before it can return: ``if not torch.cuda.is_available(): raise
+        unittest.SkipTest(...)`` (fairscale's ``DistributedTest``), ``self.skipTest(...)``, ``pytest.skip(...)``?
+        unittest runs it before each test, so the class's tests and the helpers they call run only with CUDA."""
+        key = id(cls)
+        held = self._skipping.get(key)
+        if held is None:
+            self._skipping[key] = False  # recursion through a cycle of bases: no
+            setup = own_method(cls, "setUp")
+            if setup is not None:
+                held = False
+                body = setup.body.body if isinstance(setup.body, cst.IndentedBlock) else []
+                for stmt in body:
+                    if _returns(stmt):
+                        break
+                    if self._guards_what_follows(stmt, terminating=True, depth=0):
+                        held = True
+                        break
+            else:
+                names = {dotted_name(b.value) for b in cls.bases}
+                bases = [c for c in self.ctx.nodes(cst.ClassDef) if c.name.value in names and c is not cls]
+                held = depth > 0 and any(self._skips_without_cuda(b, depth - 1) for b in bases)
+            self._skipping[key] = held
         return held
 
     def _nccl_group(self, call: cst.Call) -> bool:

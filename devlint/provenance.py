@@ -1118,7 +1118,9 @@ def called_only_without_grad(ctx: Context, node: cst.CSTNode) -> bool:
     if func is None or project is None:
         return False
     calls = project.calls_named(func.name.value, resolving=False)
-    return bool(calls) and all(under_no_grad(c_ctx, c) for c_ctx, c in calls)
+    if not calls:
+        return False  # no call seen, or too many files to look at
+    return all(under_no_grad(c_ctx, c) for c_ctx, c in calls)
 
 
 def _keeps_quiet(expr: cst.BaseExpression, quiet: set[str]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -96,8 +97,10 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 (`"cuda" if torch.cuda.is_available() else "cpu"`, the cuda/mps/cpu chain), code inside
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":` (also a device variable
 read only there or compared, directly or through names built from it: `DEVICE = "cuda"`, `CUDA_DEVICE =
-f"{DEVICE}:{DEVICE_ID}"` used only under such a check; a module-level one only when no other file of the
-project mentions its name, which may import and read it), in the `else` of
+f"{DEVICE}:{DEVICE_ID}"`, `device = torch.device("cuda:0")` (building a device needs no CUDA: gsplat's tests)
+used only under such a check or in tests skipped without CUDA; a module-level one only when no other file of the
+project mentions its name, which may import and read it, or in a module pytest collects, `test_*.py`, which no
+module imports), in the `else` of
 `if not torch.cuda.is_available():`, or after an early exit when CUDA is unavailable (`sys.exit`, `raise`,
 `parser.error`, `assert torch.cuda.is_available()`), also when that exit is in a function called first
 (`init_env(args)` that exits without a GPU; followed up to four calls deep, dinov2's `setup(args)` ->
@@ -185,7 +188,11 @@ CUDA-only by design (not reported): a flow that starts a NCCL process group (`in
 `backend="nccl"`, `backend=args.dist_backend` where `--dist-backend` defaults to `"nccl"`,
 `backend=args.distributed_backend` where no file of the project defines `--distributed-backend`: it comes from
 SwissArmyTransformer's or Megatron-LM's parser, default `"nccl"`; a function that sets one up is such a start for
-its callers, also past an early `if torch.distributed.is_initialized(): return` in a NCCL project; OpenMMLab's
+its callers, also past an early `if torch.distributed.is_initialized(): return` in a NCCL project, and one each of
+whose `return`s follows such a start in its own block and that raises at its end (jukebox's
+`setup_dist_from_mpi`: a retry loop `try: init_process_group(...); ...; torch.cuda.set_device(rank); return ...`,
+then `raise RuntimeError("Failed to initialize NCCL")`; not one that returns a CPU device once its attempts
+fail), or returns such a function's result (`return _setup_dist_from_mpi(...)`); OpenMMLab's
 `init_dist`, mmcv's or mmengine's, which sets the launched rank's GPU), builds a launcher
 told to use the GPU (`L.Fabric(accelerator="cuda")`, a Lightning `Trainer(accelerator="gpu")`: without CUDA
 it raises at construction; the methods of a `LightningLite` subclass every construction of which says
@@ -208,9 +215,12 @@ marks=RunIf(min_cuda_gpus=1))` of a parametrized test; a Ray actor or task decla
 which Ray runs only on a node with a GPU, its `__init__` included; a `skipIf` on a flag the module's top sets by
 whether a CUDA-only module imports, `try: from apex.contrib.index_mul_2d import index_mul_2d` / `except
 ImportError: HAS_INDEX_MUL_2D = False`, or `disabled = True` in the handler), a `TestCase`'s `setUp` and
-`tearDown` when every test of its class is skipped without CUDA, the tests of a generic class of torch's
-device-type framework instantiated for CUDA alone (`instantiate_device_type_tests(TestFusedNorm, globals(),
-only_for="cuda")`: without CUDA it makes no class of it, checked on torch 2.13.0+cpu), a test that requests a
+`tearDown` when every test of its class is skipped without CUDA, the methods of a test class whose `setUp` (its own
+or a base class's of the file) skips without CUDA before it can return (`if not torch.cuda.is_available(): raise
+unittest.SkipTest(...)`, `self.skipTest(...)`: fairscale's `DistributedTest` and its subclasses), the tests of a
+generic class of torch's device-type framework instantiated for CUDA alone
+(`instantiate_device_type_tests(TestFusedNorm, globals(), only_for="cuda")`: without CUDA it makes no class of it,
+checked on torch 2.13.0+cpu), a test that requests a
 pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
 tests call), a fixture that only tests marked GPU-only request (in its file, or its class for a class's
 fixture; not `autouse`), or a class whose
@@ -500,6 +510,8 @@ only the changed cells' sources, and an inserted `import torch` goes to the firs
                 continue  # --device cuda:0 only compared with "cpu" and spliced into f"cuda:{...}"
             if use.kind is UseKind.ASSIGN and _read_only_where_guarded(ctx, use.expr):
                 continue  # DEVICE = "cuda" read only under `if torch.cuda.is_available():`
+            if use.kind is UseKind.TORCH_DEVICE and _built_device_read_only_where_guarded(ctx, use.expr):
+                continue  # device = torch.device("cuda:0") (building it needs no CUDA) read only there
             yield self.finding(
                 ctx, node,
                 f'Hard-coded device "{value}" crashes without a GPU ({_ERROR}); '
@@ -783,7 +795,25 @@ def _read_only_where_guarded(ctx: Context, value: cst.BaseExpression, depth: int
              and (scope is None or any(a is scope for a in ctx.ancestors(n)))]
     if not reads or not all(_flows_where_guarded(ctx, read, depth) for read in reads):
         return False
-    return scope is not None or ctx.project is None or not ctx.project.mentioned_elsewhere(name, ctx.path)
+    return scope is not None or ctx.project is None or _pytest_module(ctx.path) \
+        or not ctx.project.mentioned_elsewhere(name, ctx.path)
+
+
+def _pytest_module(path: str) -> bool:
+    """A module pytest collects (``test_*.py``, ``*_test.py``): run by the test runner, imported by no other
+    module (not a test folder's helpers or ``conftest.py``, which others import or pytest loads for them)."""
+    name = os.path.basename(path)
+    return name.startswith("test_") or name.endswith("_test.py")
+
+
+def _built_device_read_only_where_guarded(ctx: Context, string: cst.BaseExpression) -> bool:
+    """Is ``string`` the device of a ``torch.device("cuda:0")`` that is the whole value assigned to a name, read
+    only where CUDA was checked for (:func:`_read_only_where_guarded`)? Building the device needs no CUDA
+    (checked on torch 2.13.0+cpu); using it does."""
+    arg = ctx.parent(string)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(ctx.parent(call), cst.Assign) \
+        and _read_only_where_guarded(ctx, call)
 
 
 def _click_parameter(ctx: Context, default: cst.BaseExpression) -> cst.Param | None:
@@ -837,9 +867,10 @@ def _checked_arm(ctx: Context, guard: Guards, read: cst.Name) -> bool:
 
 
 def _binds(ctx: Context, name: cst.Name) -> bool:
-    """A parameter's name or an argument's keyword: no read of a variable."""
+    """A parameter's name, an argument's keyword or a name an import binds (``from helpers import device as
+    d``: another module's variable): no read of this one."""
     parent = ctx.parent(name)
-    return isinstance(parent, cst.Param) or (isinstance(parent, cst.Arg) and parent.keyword is name)
+    return isinstance(parent, (cst.Param, cst.ImportAlias)) or (isinstance(parent, cst.Arg) and parent.keyword is name)
 
 
 def _flows_where_guarded(ctx: Context, read: cst.BaseExpression, depth: int) -> bool:

@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from devlint.analysis import test_module
 from devlint.context import Context
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
 from devlint.lazy import LazyModule
-from devlint.analysis import test_module
 from devlint.provenance import called_only_without_grad, provenance
 from devlint.rules.base import Invalid, Rule, Valid, insert_after
 from devlint.screen import AstIndex
@@ -116,11 +116,11 @@ torch tensor (made by torch, an output of a torch module or a transformers PyTor
 is not proven a torch tensor comes without a fix.
 '''
     doc_known_problems = '''
-A tensor passed in as a parameter is of unknown provenance and not reported (callers are not followed into
-callees), nor one that only its caller's inputs put on a GPU. A library function its own code calls only
-under `torch.no_grad()` is not reported for grad, though its users may call it with grad on. A branch on `x.requires_grad` settles grad for
-`x` (the branch where it is false needs no `.detach()`), but a `.numpy()` guarded by a runtime check of
-`is_cuda` is reported when the evidence says it may need `.cpu()`.
+A tensor passed in as a parameter is of unknown provenance and not reported (callers are not followed into callees),
+nor one that only its caller's inputs put on a GPU. A library function its own code calls only under
+`torch.no_grad()` is not reported for grad, though its users may call it with grad on. A branch on `x.requires_grad`
+settles grad for `x` (the branch where it is false needs no `.detach()`), but a `.numpy()` guarded by a runtime
+check of `is_cuda` is reported when the evidence says it may need `.cpu()`.
 '''
     doc_options = '''
 None of its own: `select`, `ignore`, `per-file-ignores` and `# noqa: DEV002` apply as for every rule.
