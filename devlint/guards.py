@@ -18,7 +18,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import command_line_option, command_line_options
+from devlint.analysis import command_line_option, command_line_options, is_script
 from devlint.context import Context, children, decorator_target, dotted_name, own_method, string_value
 from devlint.lazy import LazyModule
 from devlint.project import (
@@ -109,6 +109,7 @@ class Guards:
         self._kernels: dict[int, bool] = {}  # id of a function -> whether it runs the project's CUDA kernels
         self._cuda_only_tests: dict[int, bool] = {}  # id of a class -> whether its every test needs CUDA
         self._skipping: dict[int, bool] = {}  # id of a class -> whether its setUp skips without CUDA
+        self._off_flags: dict[str, bool] = {}  # a script's name -> whether it is bound only to False at its top
         self._cuda_only_flags: frozenset[str] | None = None
         self._string_nodes: list[tuple[str, cst.SimpleString]] | None = None
         self._in_config: dict[int, bool] = {}
@@ -1174,7 +1175,7 @@ class Guards:
         comprehension) guard its part ``child``? None when ``anc`` is none of those."""
         if isinstance(anc, (cst.If, cst.While)) and child is not anc.test:
             if child is anc.body:
-                return self.polarity(anc.test) is Polarity.AVAILABLE
+                return self.polarity(anc.test) is Polarity.AVAILABLE or self._off_flag(anc.test)
             return self._implies_unavailable(anc.test)  # the else of `if not cuda_ok:`
         if isinstance(anc, cst.IfExp) and child is not anc.test:
             found = self.polarity(anc.test) if child is anc.body else (
@@ -1189,6 +1190,42 @@ class Guards:
         if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)) and child is not anc.for_in:
             return self._comprehension_guards(anc.for_in)  # [name(d) for d in ds if d.type == "cuda"]
         return None
+
+    def _off_flag(self, test: cst.BaseExpression) -> bool:
+        """Is ``test`` a name that a script binds only to ``False``, at its top level (LPIPS's ``use_gpu = False  #
+        Whether to use GPU`` then ``if(use_gpu): loss_fn.cuda()``)? The branch never runs as shipped: the user
+        turns it on where there is a GPU. Not in a module others may import (they could set the flag), and not a
+        name bound any other way (a parameter, a loop, an import, a ``global`` in a function)."""
+        if not isinstance(test, cst.Name):
+            return False
+        name = test.value
+        held = self._off_flags.get(name)
+        if held is None and not self._imported_nowhere():
+            held = self._off_flags[name] = False
+        if held is None:
+            values = []
+            for node in self.ctx.nodes(cst.Name):
+                if node.value != name or node is test:
+                    continue
+                parent = self.ctx.parent(node)
+                if isinstance(parent, cst.AssignTarget):
+                    assign = self.ctx.parent(parent)
+                    values.append(isinstance(assign, cst.Assign) and self.ctx.parent(self.ctx.parent(assign))
+                                  is self.ctx.module and isinstance(assign.value, cst.Name)
+                                  and assign.value.value == "False")
+                elif isinstance(parent, (cst.Param, cst.ImportAlias, cst.AsName, cst.Global, cst.NameItem,
+                                         cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+                    values.append(False)
+            held = self._off_flags[name] = bool(values) and all(values)
+        return held
+
+    def _imported_nowhere(self) -> bool:
+        """Is the file a script, or a module whose name no other file of the project mentions (nothing imports it)?"""
+        if is_script(self.ctx.module):
+            return True
+        project = self.ctx.project
+        stem = os.path.splitext(os.path.basename(self.ctx.path))[0]
+        return project is not None and stem != "__init__" and not project.mentioned_elsewhere(stem, self.ctx.path)
 
     def _comprehension_guards(self, clause: cst.CompFor | None) -> bool:
         """Does a comprehension's ``if`` clause (of any of its ``for`` clauses) imply an accelerator? Its element is

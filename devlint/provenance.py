@@ -7,6 +7,7 @@ It knows a value only from evidence in the code — a torch factory, ``nn.Parame
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -18,7 +19,7 @@ from devlint.bindings import Binding, bindings
 from devlint.context import Context, children, dotted_name, own_method, string_value
 from devlint.guards import Polarity, guards
 from devlint.lazy import LazyModule
-from devlint.project import callee
+from devlint.project import callee, find_definition
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -1112,15 +1113,57 @@ def called_only_without_grad(ctx: Context, node: cst.CSTNode) -> bool:
     """Is ``node`` in a function (or method) that the linted tree calls, and only under ``torch.no_grad()``
     (drqv2's ``agent.act(obs)``, called by the training loop in ``with torch.no_grad(), eval_mode(agent):``)?
     Every call of its name counts, whatever it is called on (``self.agent.act(...)``): a call of another
-    function of that name outside no_grad keeps the answer no, as does a tree too wide to look at."""
+    function of that name outside no_grad keeps the answer no, as does a tree too wide to look at. A
+    LightningModule's ``validation_step`` / ``test_step`` / ``predict_step`` needs no call in the tree: the
+    Trainer runs them under no_grad / inference_mode."""
     func = ctx.enclosing_function(node)
     project = ctx.project
-    if func is None or project is None:
+    if func is None:
         return False
+    hook = _lightning_eval_hook(ctx, func)
+    if project is None:
+        return hook
     calls = project.calls_named(func.name.value, resolving=False)
-    if not calls:
-        return False  # no call seen, or too many files to look at
+    if calls is None or (not calls and not hook):
+        return False  # too many files to look at, or no call seen
     return all(under_no_grad(c_ctx, c) for c_ctx, c in calls)
+
+
+# The hooks a Lightning Trainer runs under torch.no_grad() / torch.inference_mode() (its evaluation loops:
+# validate, test, predict)
+_LIGHTNING_EVAL_HOOKS = frozenset({"validation_step", "test_step", "predict_step"})
+
+
+def _lightning_eval_hook(ctx: Context, func: cst.FunctionDef) -> bool:
+    """Is ``func`` the ``validation_step`` / ``test_step`` / ``predict_step`` of a class whose base is named for a
+    LightningModule (``pl.LightningModule``, ``L.LightningModule``)? Lightning runs it without grad."""
+    if func.name.value not in _LIGHTNING_EVAL_HOOKS:
+        return False
+    owner = ctx.parent(ctx.parent(func))
+    return isinstance(owner, cst.ClassDef) and _lightning_module(ctx, owner, 3)
+
+
+def _lightning_module(ctx: Context, cls: cst.ClassDef, depth: int) -> bool:
+    """Does ``cls`` derive from a class named for a LightningModule, directly or through classes of the project
+    (fastMRI's ``UnetModule(MriModule)``, ``MriModule(pl.LightningModule)``), ``depth`` classes up?"""
+    names = [dotted_name(b.value) for b in cls.bases]
+    if any("LightningModule" in (n or "") for n in names):
+        return True
+    if depth == 0:
+        return False
+    for name in names:
+        found = None
+        if name is not None and ctx.project is not None:
+            where = ctx.project.resolve(ctx, name)
+            if where is not None:
+                found = find_definition(ctx, where[1]) if where[0] == os.path.abspath(ctx.path) \
+                    else ctx.project.definition(*where)
+        elif name is not None:
+            found = find_definition(ctx, name)
+        if found is not None and isinstance(found[1], cst.ClassDef) and found[1] is not cls \
+                and _lightning_module(found[0], found[1], depth - 1):
+            return True
+    return False
 
 
 def _keeps_quiet(expr: cst.BaseExpression, quiet: set[str]) -> bool:

@@ -90,7 +90,10 @@ that is no module (no base class, or a base named `...Pipeline`: a diffusers `Di
 in a test module (`test_*.py`, `*_test.py`, `conftest.py`, a file right in `tests/`: its suite runs it on every
 machine, the CPU included, so a grad crash fails there at once), nor in a function that the linted tree calls
 only under `torch.no_grad()` / `torch.inference_mode()` (drqv2's `agent.act(obs)`: every call of that name, on
-whatever object, is inside such a block or a function decorated with one).
+whatever object, is inside such a block or a function decorated with one), nor in the `validation_step`,
+`test_step` or `predict_step` of a LightningModule (its base, or a base of the project's up to three classes up,
+is named `...LightningModule`) that the tree does not call outside no_grad: Lightning's Trainer runs its
+evaluation loops under `torch.no_grad()` / `torch.inference_mode()` (fastMRI's `UnetModule.test_step`).
 '''
     doc_why = '''
 NumPy arrays share memory with CPU tensors and know nothing of autograd, so torch refuses:

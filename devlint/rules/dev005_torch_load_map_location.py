@@ -765,12 +765,14 @@ def _maps_to_cpu(ctx: Context, node: cst.CSTNode) -> bool:
     return any(isinstance(v, cst.Lambda) or "cpu" in ctx.code(v) for v in given)
 
 
-def _after_cuda_crash(ctx: Context, load: cst.Call) -> bool:
+def _after_cuda_crash(ctx: Context, load: cst.Call, moves_only: bool = False) -> bool:
     """Does every path to ``load`` in its function first stop a run without CUDA: a hard-coded CUDA use DEV001
     reports (``criterion = DataParallel(model).cuda()``), a ``.cuda()`` move DEV001 reads as GPU-only by design,
     ``torch.cuda.set_device(...)``, or an ``if`` whose every arm does one of these or raises? Without CUDA the
-    program stops there, before the load: DEV001's finding (or the design) is what stands in its way."""
-    rows = _dev001_rows(ctx)
+    program stops there, before the load: DEV001's finding (or the design) is what stands in its way.
+    ``moves_only``: only what raises there without CUDA counts (a ``.cuda()`` move, ``set_device``), not any
+    other line DEV001 reports (``torch.device("cpu" if opt.no_cuda else "cuda")`` stops nothing)."""
+    rows = frozenset() if moves_only else _dev001_rows(ctx)
     scope = _scope(ctx, load)
     child: cst.CSTNode = load
     for anc in ctx.ancestors(load):
@@ -782,6 +784,22 @@ def _after_cuda_crash(ctx: Context, load: cst.Call) -> bool:
             return False
         child = anc
     return False
+
+
+def _called_only_after_cuda_crash(ctx: Context, load: cst.Call) -> bool:
+    """Is ``load`` in a function (or method) that the linted tree calls, each call after something that stops a
+    run without CUDA (:func:`_after_cuda_crash` at the call: FUNIT's ``trainer.cuda()`` at the top of
+    ``train.py``, then ``trainer.resume(checkpoint_directory, ...)``)? Every call of its name counts, whatever it
+    is called on; none seen, or a tree too wide to look at, and it is reported."""
+    func = ctx.enclosing_function(load)
+    if func is None:
+        return False
+    project = ctx.project
+    calls = project.calls_named(func.name.value, resolving=False) if project is not None else [
+        (ctx, c) for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").rpartition(".")[2] == func.name.value]
+    return bool(calls) and all(
+        site_ctx.enclosing_function(site) is not func and _after_cuda_crash(site_ctx, site, moves_only=True)
+        for site_ctx, site in calls or ())
 
 
 def _crashes(ctx: Context, statement: cst.CSTNode, rows: frozenset[int], arm: bool = False) -> bool:
@@ -963,7 +981,11 @@ Not reported:
   included (`model.cuda()` when distributed, `DataParallel(model).cuda()` otherwise; an arm may also end by
   raising, `raise NotImplementedError(...)`). The `.cuda()` of a module with nothing to move
   (`nn.CrossEntropyLoss().cuda()`) stops nothing. Without CUDA the program stops there first; after DEV001's
-  fix (`--fix` runs until nothing changes) the load is reported and fixed too;
+  fix (`--fix` runs until nothing changes) the load is reported and fixed too. The same for a load in a
+  function or method every call of which in the linted tree comes after a `.cuda()` move or `set_device` as
+  above (FUNIT's `trainer.cuda()` at the top of `train.py`, then `trainer.resume(...)`: every call of the name,
+  on whatever object, counts; another line DEV001 reports, `torch.device("cpu" if opt.no_cuda else "cuda")`,
+  stops nothing there);
 - `pickle.load`, `np.load`, `json.load`, `safetensors` loaders (they take a device of their own), a method
   `.load(...)` of any other object, and files that never import torch.
 '''
@@ -1151,7 +1173,7 @@ only the changed cells' sources.
                 continue
             if not _may_hold_gpu_state(ctx, call, loader):
                 continue
-            if _after_cuda_crash(ctx, call) or _other_arm_maps(ctx, call):
+            if _after_cuda_crash(ctx, call) or _other_arm_maps(ctx, call) or _called_only_after_cuda_crash(ctx, call):
                 continue
             if cpu_only is None:
                 cpu_only = _cpu_only_program(ctx) or _gpu_only_as_written(ctx) \

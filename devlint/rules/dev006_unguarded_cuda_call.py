@@ -163,7 +163,8 @@ fallback, nor a CPU copy of a model beside the GPU one (timm's `ModelEma(model, 
 else "")`, where `""` leaves the copy on the model's device). A script with no fallback anywhere,
 that puts everything on CUDA with `.cuda()` / `"cuda"`, is GPU-only as written: DEV001 reports its
 hard-coded devices, and once they fall back to the CPU this rule reports the CUDA-only calls that still
-stand in the way.
+stand in the way. An option that picks how many GPUs (`--multigpus`, `--multi_gpu`: FUNIT's
+`train.py`, which moves its trainer with `.cuda()` either way) is no way to run without one.
 '''
     doc_why = '''
 Device-agnostic code picks the CPU when there is no GPU, then crashes at the first CUDA-only call: a
@@ -692,6 +693,8 @@ def _gpu_opt_in(name: str, option: CommandLineOption) -> bool:
     turned off), or a device option
     (``--device``, ``--eval-device``: whatever its default, ``--device cpu`` is one of its values)."""
     words = name.lower().split("_")
+    if any(w.startswith("multi") for w in words):
+        return False  # --multigpus, --multi_gpu: how many GPUs, not whether (one GPU when off)
     if not _PART_OF_PROGRAM.isdisjoint(words):
         return False  # --model-ema-force-cpu, --cpu-offload: one part kept on the CPU, the program on the GPU
     if ("cpu" in words and _CPU_SWITCH_WORDS.issuperset(words)) or ("no" in words and devices.is_guard_text(name)) \
