@@ -364,7 +364,7 @@ def uses_torch(modules: Iterable[str]) -> bool:
 # Splatting and its many forks) are CUDAExtensions built from .cu sources only, with no CPU implementation.
 CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "pycuda", "cupy", "numba.cuda", "cuda", "flash_attn", "mamba_ssm",
                                  "causal_conv1d", "selective_scan_cuda", "diso", "tinycudann",
-                                 "diff_gaussian_rasterization", "simple_knn"})
+                                 "diff_gaussian_rasterization", "simple_knn", "torch2trt"})
 # GPU kernel languages and GPU-only engines: a module that imports Triton, TileLang or CUTLASS's CuTe DSL at its
 # top writes kernels that launch on a GPU only, and NVIDIA's Transformer Engine and vLLM's engine run on one. Only
 # the importing module itself is CUDA-only: a module of the project that imports it for one layer (efficientvit's

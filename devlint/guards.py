@@ -110,6 +110,7 @@ class Guards:
         self._cuda_only_tests: dict[int, bool] = {}  # id of a class -> whether its every test needs CUDA
         self._skipping: dict[int, bool] = {}  # id of a class -> whether its setUp skips without CUDA
         self._off_flags: dict[str, bool] = {}  # a script's name -> whether it is bound only to False at its top
+        self._unimported: bool | None = None  # whether no other file can import this one (_imported_nowhere)
         self._cuda_only_flags: frozenset[str] | None = None
         self._string_nodes: list[tuple[str, cst.SimpleString]] | None = None
         self._in_config: dict[int, bool] = {}
@@ -1189,6 +1190,8 @@ class Guards:
             return self._implies_unavailable(anc.left)  # `a or b`: b runs when a is false
         if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)) and child is not anc.for_in:
             return self._comprehension_guards(anc.for_in)  # [name(d) for d in ds if d.type == "cuda"]
+        if isinstance(anc, cst.For) and child is anc.body:
+            return self._empty_without_cuda(anc.iter)  # for i in range(torch.cuda.device_count()):
         return None
 
     def _off_flag(self, test: cst.BaseExpression) -> bool:
@@ -1220,22 +1223,35 @@ class Guards:
         return held
 
     def _imported_nowhere(self) -> bool:
-        """Is the file a script, or a module whose name no other file of the project mentions (nothing imports it)?"""
-        if is_script(self.ctx.module):
-            return True
-        project = self.ctx.project
-        stem = os.path.splitext(os.path.basename(self.ctx.path))[0]
-        return project is not None and stem != "__init__" and not project.mentioned_elsewhere(stem, self.ctx.path)
+        """Can nothing import the file: no other file of the project imports a module of its name (linted alone:
+        it is a script)? Computed once per module."""
+        if self._unimported is None:
+            project = self.ctx.project
+            stem = os.path.splitext(os.path.basename(self.ctx.path))[0]
+            if project is None:
+                self._unimported = is_script(self.ctx.module)
+            else:
+                self._unimported = stem != "__init__" and not project.imported_elsewhere(stem, self.ctx.path)
+        return self._unimported
 
     def _comprehension_guards(self, clause: cst.CompFor | None) -> bool:
         """Does a comprehension's ``if`` clause (of any of its ``for`` clauses) imply an accelerator? Its element is
         built only for the items that pass (``[torch.cuda.get_device_name(d.index) for d in devices if d.type ==
         "cuda"]``)."""
         while clause is not None:
-            if any(self.polarity(cond.test) is Polarity.AVAILABLE for cond in clause.ifs):
+            if any(self.polarity(cond.test) is Polarity.AVAILABLE for cond in clause.ifs) \
+                    or self._empty_without_cuda(clause.iter):
                 return True
             clause = clause.inner_for_in
         return False
+
+    def _empty_without_cuda(self, iterable: cst.BaseExpression) -> bool:
+        """Is ``iterable`` ``range(n)`` whose ``n`` is nonzero only with CUDA (``range(torch.cuda.device_count())``:
+        empty without a GPU)? A loop or comprehension over it runs its body only where CUDA is."""
+        return isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+            and iterable.func.value == "range" and self.ctx.qualname(iterable.func) is None \
+            and len(iterable.args) == 1 and iterable.args[0].keyword is None and not iterable.args[0].star \
+            and self.polarity(iterable.args[0].value) is Polarity.AVAILABLE
 
     def _marked_case(self, call: cst.Call, child: cst.CSTNode) -> bool:
         """Is ``child`` a value of ``pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))``, a test

@@ -669,6 +669,23 @@ class Project:
                 return True
         return False
 
+    def imported_elsewhere(self, stem: str, home: str) -> bool:
+        """Does a file of the run other than ``home`` import a module named ``stem`` (``import stem``, ``from
+        pkg.stem import x``, ``from . import stem``, ``import_module("...stem")``)? A byte search; every file read
+        is consulted."""
+        word = re.escape(stem.encode())
+        pattern = re.compile(rb"(?:^|\n)[ \t]*(?:from[ \t]+[\w.]*\b" + word
+                             + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[^\n]*\b" + word
+                             + rb"\b)|import_module\([^)]*\b" + word + rb"\b")
+        here = os.path.abspath(home)
+        for path in self.paths:
+            if path == here:
+                continue
+            self.consulted.add(path)
+            if pattern.search(self.read(path) or b""):
+                return True
+        return False
+
     def used_as_value(self, name: str, home: str) -> bool:
         """Is the function ``name`` of ``home`` bound to another name somewhere it may be bound (``renderer =
         render_rays``): in ``home`` or in a file that imports the name or star-imports a module? Its calls then go

@@ -96,8 +96,9 @@ the project whose parameter it becomes a device in (`model.sample(8, "cuda")`).
 Not reported: device-agnostic code — a conditional expression that tests availability
 (`"cuda" if torch.cuda.is_available() else "cpu"`, the cuda/mps/cpu chain), code inside
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, `if use_gpu:` where a script (or a
-module no other file names) binds `use_gpu` only to `False` at its top (LPIPS's `use_gpu = False  # Whether to use
-GPU`: the branch never runs as shipped; `USE_CUDA = True` guards nothing) (also a device variable
+module no other file imports) binds `use_gpu` only to `False` at its top (LPIPS's `use_gpu = False  # Whether to use
+GPU`: the branch never runs as shipped; `USE_CUDA = True` guards nothing), a loop or comprehension over
+`range(torch.cuda.device_count())` (no iteration without a GPU) (also a device variable
 read only there or compared, directly or through names built from it: `DEVICE = "cuda"`, `CUDA_DEVICE =
 f"{DEVICE}:{DEVICE_ID}"`, `device = torch.device("cuda:0")` (building a device needs no CUDA: gsplat's tests)
 used only under such a check or in tests skipped without CUDA; a module-level one only when no other file of the
