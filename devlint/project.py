@@ -659,24 +659,19 @@ class Project:
     def mentioned_elsewhere(self, name: str, home: str) -> bool:
         """Does a file of the run other than ``home`` mention ``name`` as a word (it may import and read a
         module-level variable of ``home``)? A byte search; every file read is consulted."""
-        word = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
-        here = os.path.abspath(home)
-        for path in self.paths:
-            if path == here:
-                continue
-            self.consulted.add(path)
-            if word.search(self.read(path) or b""):
-                return True
-        return False
+        return self._elsewhere(re.compile(rb"\b" + re.escape(name.encode()) + rb"\b"), home)
 
     def imported_elsewhere(self, stem: str, home: str) -> bool:
         """Does a file of the run other than ``home`` import a module named ``stem`` (``import stem``, ``from
         pkg.stem import x``, ``from . import stem``, ``import_module("...stem")``)? A byte search; every file read
         is consulted."""
         word = re.escape(stem.encode())
-        pattern = re.compile(rb"(?:^|\n)[ \t]*(?:from[ \t]+[\w.]*\b" + word
-                             + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[^\n]*\b" + word
-                             + rb"\b)|import_module\([^)]*\b" + word + rb"\b")
+        return self._elsewhere(re.compile(rb"(?:^|\n)[ \t]*(?:from[ \t]+[\w.]*\b" + word
+                                          + rb"\b|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+[^\n]*\b" + word
+                                          + rb"\b)|import_module\([^)]*\b" + word + rb"\b"), home)
+
+    def _elsewhere(self, pattern: re.Pattern[bytes], home: str) -> bool:
+        """Does a file of the run other than ``home`` match ``pattern``? Every file read is consulted."""
         here = os.path.abspath(home)
         for path in self.paths:
             if path == here:
