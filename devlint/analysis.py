@@ -3,6 +3,7 @@ guards (what runs only with an accelerator) are in guards.py. Rules ask; nothing
 
 from __future__ import annotations
 
+import builtins
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -412,6 +413,8 @@ def _constant_arg(expr: cst.BaseExpression) -> bool:
 
 def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> bool:
     """Can this call in a module class's body give it a parameter, a buffer or a submodule?"""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return True  # models_mae.__dict__[name](...), registry[kind](...), get_cls()(...): a lookup may build one
     qn = ctx.qualname(call.func) or ""
     name = (dotted_name(call.func) or "").split(".")[-1]
     if name in ("register_buffer", "register_parameter", "register_module", "add_module", "Parameter"):
@@ -432,8 +435,12 @@ def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> boo
     if made is not None and isinstance(made[1], cst.FunctionDef) and made[1] is not enclosing \
             and enclosing is not None and enclosing.name.value == "__init__":
         return True  # a function of the project may build a model for __init__ to keep (MiDaS's load_model(t))
+    if isinstance(ctx.parent(call), cst.Raise) or (not qn and name in _BUILTIN_NAMES):
+        return False  # raise NotImplementedError(...): an exception, no submodule
     return name[:1].isupper() and made is None and not qn.startswith("torch.")  # unknown class: may be a module
 
+
+_BUILTIN_NAMES = frozenset(vars(builtins))
 
 _TEST_DIRS = frozenset({"test", "tests"})
 

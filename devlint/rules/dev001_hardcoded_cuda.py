@@ -160,8 +160,10 @@ move — torch's losses, parameter-free activations, dropout and pooling (`nn.Cr
 weighted loss only with constant positional arguments and `weight` / `pos_weight`: not
 `nn.CrossEntropyLoss(weight=w)`, whose weight is a buffer, nor `nn.PReLU()`), and the project's module classes
 with no parameters, buffers or submodules other than such torch modules (`self.criterion =
-nn.MSELoss(reduction="mean")`; not one whose `__init__` calls a function of the project, which may build and return
-a model, MiDaS's `model, _ = load_model(kind)`): on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA;
+nn.MSELoss(reduction="mean")`; an exception a method raises, `raise NotImplementedError(...)`, is none, while a
+lookup that is called may build one, `models_mae.__dict__[name](...)`; not one
+whose `__init__` calls a function of the project, which may build and return a model, MiDaS's `model, _ =
+load_model(kind)`): on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA;
 and
 `self.cuda(...)` in a class that defines its own `cuda` method (a helper that moves items with `.to(device)`).
 Files that never import torch, nor a library built on torch whose models and tensors are torch's

@@ -488,9 +488,11 @@ def _published(ctx: Context, load: cst.Call) -> bool:
         or (isinstance(scope, cst.FunctionDef) and _PRETRAINED.search(scope.name.value) is not None)
     if named and not _feeds_optimizer(ctx, load):
         return True  # (def load_pretrained_ckpt(self): the published weights the model starts from)
-    source = _path_key(ctx, arg)
+    # a download in the function to the path loaded, or to one of the paths it may hold (fastMRI's
+    # `download_model(url, MODEL_FNAMES[c])` then `state_dict_file = MODEL_FNAMES[c]`)
+    sources = {_path_key(ctx, arg)} | {_path_key(ctx, e) for e in origins}
     if any(_FETCH.search(_called_name(call))
-           and any(_path_key(ctx, a.value) == source for a in call.args)
+           and any(_path_key(ctx, a.value) in sources for a in call.args)
            for call in ctx.nodes(cst.Call) if _in_scope(ctx, call, scope)):
         return True
     return _local_copy(ctx, load, arg, scope)
@@ -924,8 +926,10 @@ Not reported:
 - a file published with or for the code, whose device is its publisher's choice: a path built from
   `__file__` (weights shipped in the package), or fetched from the internet in the loading function
   (`path = load_file_from_url(url)`, `with open_url(url) as f:`, `gdown.download(url, path)`,
-  `urllib.request.urlretrieve(url, "./model.pth")` then `torch.load("model.pth")`: paths compared normalised,
-  `hf_hub_download(...)`; also through a function of the project that returns the path it fetched,
+  `urllib.request.urlretrieve(url, "./model.pth")` then `torch.load("model.pth")`: paths compared normalised;
+  also to a path the loaded name is set to, fastMRI's `download_model(url, MODEL_FNAMES[c])` then
+  `state_dict_file = MODEL_FNAMES[c]`), `hf_hub_download(...)`; also through a function of the project that
+  returns the path it fetched,
   `torch.load(get_model_path("decoder.pth"))` where `get_model_path` returns `hf_hub_download(...)`), or a
   local copy of such weights: the load is one arm of an `if` that tests its
   path (`if weights_path is None:`) and whose other arm fetches published weights (a download, a hub, a
