@@ -450,8 +450,14 @@ def test_module(path: str) -> bool:
     folder): the files its tests load are the ones the test session writes (DEV005), the modules its tests
     build run where each test puts them (DEV009)."""
     folder, name = os.path.split(os.path.normpath(path))
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" \
-        or os.path.basename(folder) in _TEST_DIRS
+    return pytest_module(path) or name == "conftest.py" or os.path.basename(folder) in _TEST_DIRS
+
+
+def pytest_module(path: str) -> bool:
+    """A module pytest collects (``test_*.py``, ``*_test.py``): run by the test runner, imported by no other
+    module (not a test folder's helpers or ``conftest.py``, which others import or pytest loads for them)."""
+    name = os.path.basename(path)
+    return name.startswith("test_") or name.endswith("_test.py")
 
 
 def is_script(module: cst.Module) -> bool:

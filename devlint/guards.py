@@ -962,8 +962,7 @@ class Guards:
         with no way to fall off its end (its last statement raises)? Jukebox's retry loop: ``for attempt in
         range(n): try: init_process_group(backend=backend); ...; torch.cuda.set_device(rank); return ...``, then
         ``raise RuntimeError("Failed to initialize NCCL")``."""
-        last = body[-1] if body else None
-        if not (isinstance(last, cst.SimpleStatementLine) and last.body and isinstance(last.body[-1], cst.Raise)):
+        if not body or not _ends_by_raise(func.body):
             return False
         ctx = self.ctx
         returns = [r for r in ctx.nodes(cst.Return) if ctx.enclosing_function(r) is func]
@@ -1316,7 +1315,12 @@ def _catches_device_errors(handler: cst.ExceptHandler) -> bool:
 
 def ends_by_raising(handler: cst.ExceptHandler) -> bool:
     """Does the handler end by raising (again, or another error)?"""
-    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
+    return _ends_by_raise(handler.body)
+
+
+def _ends_by_raise(suite: cst.BaseSuite) -> bool:
+    """Is the last statement of ``suite`` a ``raise``?"""
+    body = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
     last = body[-1] if body else None
     return isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and bool(last.body) \
         and isinstance(last.body[-1], cst.Raise)

@@ -1086,22 +1086,27 @@ def inherited_method(ctx: Context, cls: cst.ClassDef, method: str,
     a class of the file or of the project (the screen looks as far: direct bases only)."""
     for base in cls.bases:
         dotted = dotted_name(base.value)
-        if dotted is None:
-            continue
-        project = ctx.project
-        found = project.resolve(ctx, dotted) if project is not None else (os.path.abspath(ctx.path), dotted)
-        if found is None or not found[1]:
-            continue
-        path, symbol = found[0], f"{found[1]}.{method}"
-        if path == os.path.abspath(ctx.path):
-            definition = find_definition(ctx, symbol)
-        elif project is None or (only is not None and not only(path, symbol)):
-            continue
-        else:
-            definition = project.definition(path, symbol)
+        definition = resolve_definition(ctx, dotted, method, only) if dotted is not None else None
         if definition is not None and isinstance(definition[1], cst.FunctionDef):
             return definition
     return None
+
+
+def resolve_definition(ctx: Context, dotted: str, member: str = "",
+                       only: Callable[[str, str], bool] | None = None) -> Definition | None:
+    """The definition ``dotted`` names in ``ctx`` (a class or function of the file, or one the file imports from
+    the project), or its ``member`` (``Base.method``); ``only``: a cheap test of (file, symbol) that another
+    file must pass before it is parsed."""
+    project = ctx.project
+    found = project.resolve(ctx, dotted) if project is not None else (os.path.abspath(ctx.path), dotted)
+    if found is None or not found[1]:
+        return None
+    path, symbol = found[0], f"{found[1]}.{member}" if member else found[1]
+    if path == os.path.abspath(ctx.path):
+        return find_definition(ctx, symbol)
+    if project is None or (only is not None and not only(path, symbol)):
+        return None
+    return project.definition(path, symbol)
 
 
 def call_sites(ctx: Context, func: cst.FunctionDef | cst.ClassDef) -> list[tuple[Context, cst.Call]] | None:

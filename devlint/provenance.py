@@ -7,7 +7,6 @@ It knows a value only from evidence in the code — a torch factory, ``nn.Parame
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -19,7 +18,7 @@ from devlint.bindings import Binding, bindings
 from devlint.context import Context, children, dotted_name, own_method, string_value
 from devlint.guards import Polarity, guards
 from devlint.lazy import LazyModule
-from devlint.project import callee, find_definition
+from devlint.project import callee, resolve_definition
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -65,7 +64,7 @@ _PARAMETERLESS = re.compile(
 
 @dataclass(frozen=True)
 class Val:
-    kind: str = "tensor"  # "tensor" or "module"
+    kind: str = "tensor"  # "tensor", "module", or "object" (of a project class that is no module: _OBJECT)
     grad: str | None = None  # why it may require grad
     gpu: str | None = None  # why it may live off the CPU
     # a module with parameters (its output requires grad); an object of unknown type (``moved``) that a class
@@ -1152,14 +1151,7 @@ def _lightning_module(ctx: Context, cls: cst.ClassDef, depth: int) -> bool:
     if depth == 0:
         return False
     for name in names:
-        found = None
-        if name is not None and ctx.project is not None:
-            where = ctx.project.resolve(ctx, name)
-            if where is not None:
-                found = find_definition(ctx, where[1]) if where[0] == os.path.abspath(ctx.path) \
-                    else ctx.project.definition(*where)
-        elif name is not None:
-            found = find_definition(ctx, name)
+        found = resolve_definition(ctx, name) if name is not None else None
         if found is not None and isinstance(found[1], cst.ClassDef) and found[1] is not cls \
                 and _lightning_module(found[0], found[1], depth - 1):
             return True

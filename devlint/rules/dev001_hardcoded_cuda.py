@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from devlint.analysis import (
     is_cuda_call,
     parameter_used_as_device,
     parameterless_module,
+    pytest_module,
 )
 from devlint.bindings import device_name_at
 from devlint.context import Context, decorator_target, dotted_name, string_value
@@ -800,15 +800,8 @@ def _read_only_where_guarded(ctx: Context, value: cst.BaseExpression, depth: int
              and (scope is None or any(a is scope for a in ctx.ancestors(n)))]
     if not reads or not all(_flows_where_guarded(ctx, read, depth) for read in reads):
         return False
-    return scope is not None or ctx.project is None or _pytest_module(ctx.path) \
+    return scope is not None or ctx.project is None or pytest_module(ctx.path) \
         or not ctx.project.mentioned_elsewhere(name, ctx.path)
-
-
-def _pytest_module(path: str) -> bool:
-    """A module pytest collects (``test_*.py``, ``*_test.py``): run by the test runner, imported by no other
-    module (not a test folder's helpers or ``conftest.py``, which others import or pytest loads for them)."""
-    name = os.path.basename(path)
-    return name.startswith("test_") or name.endswith("_test.py")
 
 
 def _built_device_read_only_where_guarded(ctx: Context, string: cst.BaseExpression) -> bool:
