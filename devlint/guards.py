@@ -107,6 +107,7 @@ class Guards:
         self._stops_at_import: bool | None = None
         self._cuda_instantiated: set[str] | None = None  # test classes instantiated for CUDA alone
         self._kernels: dict[int, bool] = {}  # id of a function -> whether it runs the project's CUDA kernels
+        self._handles: frozenset[str] | None = None  # the module's names for compiled extensions
         self._cuda_only_tests: dict[int, bool] = {}  # id of a class -> whether its every test needs CUDA
         self._skipping: dict[int, bool] = {}  # id of a class -> whether its setUp skips without CUDA
         self._off_flags: dict[str, bool] = {}  # a script's name -> whether it is bound only to False at its top
@@ -729,14 +730,54 @@ class Guards:
         of the project that imports only CUDA-only modules when called (torch-ngp's lazy
         ``get_backend().near_far_from_aabb(...)``, whose ``get_backend`` imports ``_raymarching`` or builds
         ``.backend`` from ``.cu`` sources)? The autograd Function around a kernel is CUDA-only by design."""
-        if self.ctx.project is None or not isinstance(func.body, cst.IndentedBlock):
+        if not isinstance(func.body, cst.IndentedBlock):
             return False
         held = self._kernels.get(id(func))
         if held is None:  # kept: every guard question about a line of the function asks it again
-            held = self._kernels[id(func)] = any(
+            held = self._kernels[id(func)] = (self.ctx.project is not None and any(
                 isinstance(node, cst.Call) and not node.args and self._cuda_kernel_getter(node)
-                for stmt in func.body.body if isinstance(stmt, cst.SimpleStatementLine) for node in walk(stmt))
+                for stmt in func.body.body if isinstance(stmt, cst.SimpleStatementLine) for node in walk(stmt)
+            )) or self._launches_extension_kernel(func)
         return held
+
+    def _launches_extension_kernel(self, func: cst.FunctionDef) -> bool:
+        """Is ``func`` a method of a custom autograd Function that launches a kernel of a compiled extension
+        (``ext_module.three_nn_forward(...)``, where ``ext_module = ext_loader.load_ext("_ext", [...])`` or
+        ``torch.utils.cpp_extension.load(...)`` at the module's top, or ``import pointnet2_cuda``)? Such an op's
+        device is the kernel's: the CUDA buffers it allocates for the kernel (``torch.cuda.IntTensor(B, n)``)
+        say that the kernel is a CUDA kernel, and the op runs only with CUDA, as a Triton kernel does. An
+        autograd Function in plain torch (no extension) is not one."""
+        owner = self.ctx.parent(self.ctx.parent(func))
+        if not isinstance(owner, cst.ClassDef) or not any(
+                (self.ctx.qualname(b.value) or "") in _AUTOGRAD_FUNCTIONS for b in owner.bases):
+            return False
+        handles = self._extension_handles()
+        return any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                   and isinstance(node.func.value, cst.Name) and node.func.value.value in handles
+                   for node in walk(func.body))
+
+    def _extension_handles(self) -> frozenset[str]:
+        """The names the module's top level binds to a compiled extension: a loader's result
+        (``ext_module = ext_loader.load_ext("_ext", [...])``, ``cpp_extension.load(...)``, ``load_inline``) or an
+        imported module named for one (``import pointnet2_cuda as pointnet2``, ``from . import _ext``)."""
+        if self._handles is None:
+            names: set[str] = set()
+            for stmt in self.ctx.module.body:
+                for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and (
+                            (dotted_name(small.value.func) or "").rsplit(".", 1)[-1] == "load_ext"
+                            or self.ctx.qualname(small.value.func) in _EXTENSION_LOADERS):
+                        names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+                    elif isinstance(small, (cst.Import, cst.ImportFrom)) \
+                            and not isinstance(small.names, cst.ImportStar):
+                        for alias in small.names:
+                            module = dotted_name(alias.name) or ""
+                            bound = alias.asname.name if alias.asname is not None else alias.name
+                            if isinstance(bound, cst.Name) and _EXTENSION_MODULE.search(module) \
+                                    and not module.startswith("torch"):
+                                names.add(bound.value)
+            self._handles = frozenset(names)
+        return self._handles
 
     def _cuda_kernel_getter(self, call: cst.Call) -> bool:
         found = callee(self.ctx, call)
@@ -1400,6 +1441,13 @@ def _number(expr: cst.BaseExpression) -> float | None:
         inner = _number(expr.expression)
         return -inner if inner is not None else None
     return None
+
+
+# custom autograd Functions, and what binds a compiled extension's module (mmcv's ext_loader.load_ext, torch's
+# cpp_extension.load / load_inline) or names one (pointnet2_cuda, _ext, _C)
+_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+_EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
+_EXTENSION_MODULE = re.compile(r"(?:^|[._])(?:ext|cuda|C)$")
 
 
 def _launches_native_cuda_kernels(ctx: Context) -> bool:

@@ -263,7 +263,11 @@ whose handlers re-raise, or whose handler imports another CUDA-only module: `try
 code that runs without CUDA); a function that calls such kernels on every path through a getter of the
 project that imports only CUDA-only modules when first called (torch-ngp's lazy
 `get_backend().near_far_from_aabb(...)`: the autograd Function around a kernel; not a call on one branch
-only); an `except` handler for CUDA running out of memory;
+only); a method of a custom autograd Function that launches a kernel of a compiled extension bound at the
+module's top (`ext_module = ext_loader.load_ext("_ext", [...])`, `_backend = cpp_extension.load(...)`,
+`import pointnet2_cuda`): the op's device is its kernel's, and the CUDA buffers it allocates for the kernel
+(`torch.cuda.IntTensor(B, n)`, mmcv's point-cloud ops) say the kernel is a CUDA kernel (an autograd Function in
+plain torch, with no extension, is reported as any code is); an `except` handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
 `torch.distributed` is initialised, and functions that run a collective such as `broadcast`). A project that
 never starts the group itself (no file names `init_process_group`: a launcher library such as Lightning,
