@@ -94,6 +94,15 @@ def _index(ctx: Context, module: cst.Module) -> None:
             stack.append((child, node))
 
 
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and every node below it that rules care about (:func:`children`), depth first."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        stack.extend(children(cur))
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The child nodes rules care about (no whitespace or punctuation), in field order."""
     global _SKIP

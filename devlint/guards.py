@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.analysis import command_line_option, command_line_options, is_script
-from devlint.context import Context, children, decorator_target, dotted_name, own_method, string_value
+from devlint.context import Context, decorator_target, dotted_name, own_method, string_value, walk
 from devlint.lazy import LazyModule
 from devlint.project import (
     call_sites,
@@ -1581,14 +1581,6 @@ def _handed_to_runner(ctx: Context, func: cst.FunctionDef,
 def instance_method(func: cst.FunctionDef) -> bool:
     """A method called on an instance: not a static or class method."""
     return not any(dotted_name(d.decorator) in ("staticmethod", "classmethod") for d in func.decorators)
-
-
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        yield cur
-        stack.extend(children(cur))
 
 
 def _collective_functions(ctx: Context) -> frozenset[cst.FunctionDef]:

@@ -18,10 +18,10 @@ from devlint.analysis import (
     pytest_module,
 )
 from devlint.bindings import device_name_at
-from devlint.context import Context, decorator_target, dotted_name, string_value
+from devlint.context import Context, decorator_target, dotted_name, string_value, walk
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
-from devlint.guards import Guards, Polarity, guards, own_imports, walk
+from devlint.guards import Guards, Polarity, guards, own_imports
 from devlint.lazy import LazyModule
 from devlint.project import callee, field_relies_on_default, relies_on_default, top_level_imports
 from devlint.rules.base import Invalid, Rule, Valid, replace_token

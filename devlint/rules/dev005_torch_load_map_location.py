@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from devlint import devices
 from devlint.analysis import is_cuda_call, parameterless_module, test_module
 from devlint.bindings import device_name_at
-from devlint.context import Context, dotted_name, string_value
+from devlint.context import Context, dotted_name, string_value, walk
 from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvailability
-from devlint.guards import gpu_flag, guards, walk
+from devlint.guards import gpu_flag, guards
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, insert_after, replace_token
 from devlint.rules.fixes import preferred_quote, quote_at

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.analysis import CommandLineOption, command_line_options, device_uses, is_script
-from devlint.context import Context, dotted_name, string_value
+from devlint.context import Context, dotted_name, string_value, walk
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
-from devlint.guards import ends_by_raising, guards, instance_method, walk
+from devlint.guards import Polarity, ends_by_raising, guards, instance_method
 from devlint.lazy import LazyModule
 from devlint.project import call_sites, callee, caller_words
 from devlint.rules.base import Invalid, Rule, Valid, node_end, node_start
@@ -112,7 +112,9 @@ Not reported, because they run without CUDA (checked on the same build): `torch.
 `torch.cuda.amp.autocast()` (they warn and disable themselves), `torch.backends.cudnn.*` and
 `torch.backends.cuda.matmul.*` settings, `torch.accelerator.is_available()`, `device_count()` and
 `current_accelerator()` (None); `torch.cuda.device(...)` built but not entered, `set_device(-1)` and
-`with torch.cuda.device(-1):` (no device: nothing happens).
+`with torch.cuda.device(-1):` (no device: nothing happens), also through an index the function set to a
+negative number on its path without CUDA before the call (SimCLR's `else: args.gpu_index = -1`, then
+`with torch.cuda.device(args.gpu_index):`).
 
 Not reported where the call only runs with a GPU (the guards DEV001 reads): inside
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if device.type == "cuda":`, `if device != "cpu":`, a
@@ -160,8 +162,8 @@ at its top level, as `if __name__ == "__main__":` does): a library module's fall
 not the paths its callers take. A GPU count used as a number
 (`nprocs = n * torch.cuda.device_count()`, `torch.cuda.device_count() > 1` for `DataParallel`) is no
 fallback, nor a CPU copy of a model beside the GPU one (timm's `ModelEma(model, device="cpu" if force_cpu
-else "")`, where `""` leaves the copy on the model's device). A script with no fallback anywhere,
-that puts everything on CUDA with `.cuda()` / `"cuda"`, is GPU-only as written: DEV001 reports its
+else "")`, where `""` leaves the copy on the model's device, as `None` does in newer timm). A script with no
+fallback anywhere, that puts everything on CUDA with `.cuda()` / `"cuda"`, is GPU-only as written: DEV001 reports its
 hard-coded devices, and once they fall back to the CPU this rule reports the CUDA-only calls that still
 stand in the way. An option that picks how many GPUs (`--multigpus`, `--multi_gpu`: FUNIT's
 `train.py`, which moves its trainer with `.cuda()` either way) is no way to run without one.
@@ -348,8 +350,41 @@ def _harmless(ctx: Context, call: cst.Call, name: str) -> bool:
             return True
     if name in _DEVICE_SETTERS and call.args:
         value = call.args[0].value
-        negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
-        return negative or (isinstance(value, cst.Name) and value.value == "None")
+        return _negative(value) or (isinstance(value, cst.Name) and value.value == "None") \
+            or _negative_without_cuda(ctx, call, value)
+    return False
+
+
+def _negative(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+
+
+def _negative_without_cuda(ctx: Context, call: cst.Call, value: cst.BaseExpression) -> bool:
+    """Is the index a name the function set to a negative number on its path without CUDA, in an ``if``
+    before the call (SimCLR's ``if not args.disable_cuda and torch.cuda.is_available(): ...`` / ``else:
+    args.gpu_index = -1``, then ``with torch.cuda.device(args.gpu_index):``)? There the call does nothing."""
+    name = dotted_name(value)
+    func = ctx.enclosing_function(call)
+    if name is None or func is None or not isinstance(func.body, cst.IndentedBlock):
+        return False
+    guard = guards(ctx)
+    line = ctx.range(call).start.line
+    for stmt in func.body.body:
+        if not isinstance(stmt, cst.If) or ctx.range(stmt).end.line >= line:
+            continue
+        polarity = guard.polarity(stmt.test)
+        if polarity is Polarity.UNAVAILABLE:
+            arm: cst.BaseSuite | None = stmt.body
+        elif polarity is Polarity.AVAILABLE and isinstance(stmt.orelse, cst.Else):
+            arm = stmt.orelse.body
+        else:
+            continue
+        if arm is not None and any(
+                isinstance(small, cst.Assign) and _negative(small.value)
+                and any(dotted_name(t.target) == name for t in small.targets)
+                for line_ in (arm.body if isinstance(arm, cst.IndentedBlock) else ())
+                if isinstance(line_, cst.SimpleStatementLine) for small in line_.body):
+            return True
     return False
 
 
@@ -486,8 +521,8 @@ def _device_agnostic(ctx: Context) -> bool:
             continue
         parent = ctx.parent(literal)
         other = (parent.orelse if parent.body is literal else parent.body) if isinstance(parent, cst.IfExp) else None
-        if other is not None and string_value(other) == "":
-            continue  # ModelEma(device="cpu" if force_cpu else ""): a copy kept on the CPU, "" leaves it be
+        if other is not None and (string_value(other) == "" or (isinstance(other, cst.Name) and other.value == "None")):
+            continue  # ModelEma(device="cpu" if force_cpu else ""): a copy kept on the CPU, "" or None leaves it be
         if _compared(ctx, literal) or isinstance(parent, cst.IfExp):
             return True  # device == "cpu", "cuda" if ok else "cpu"
         use = uses.use_of(literal)
