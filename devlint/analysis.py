@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.bindings import bindings
-from devlint.context import Context, dotted_name, own_method, string_value
+from devlint.context import Context, dotted_name, own_method, string_value, walk
 from devlint.devices import UseKind
 from devlint.lazy import LazyModule
 from devlint.project import callee
@@ -325,17 +325,41 @@ def parameterless_module(ctx: Context, receiver: cst.BaseExpression) -> bool:
     found = callee(ctx, receiver)
     if found is None or not isinstance(found[1], cst.ClassDef):
         return False
-    return parameterless_class(found[0], found[1])
+    return parameterless_class(found[0], found[1], receiver)
 
 
-def parameterless_class(cls_ctx: Context, cls: cst.ClassDef) -> bool:
+def parameterless_class(cls_ctx: Context, cls: cst.ClassDef, construction: cst.Call | None = None) -> bool:
     """Is ``cls`` a direct ``nn.Module`` subclass of the project whose body can give it no parameter, buffer or
-    submodule (a wrapper of a custom autograd function, a loss holding only ``nn.MSELoss()``)?"""
+    submodule (a wrapper of a custom autograd function, a loss holding only ``nn.MSELoss()``)? With the
+    ``construction`` that builds it, an argument of its ``__init__`` handed to a loss's buffer argument is read
+    at that call: ``CrossEntropyLoss2d(ignore_index=255)`` of a class whose ``__init__(self, weight=None, ...)``
+    keeps ``nn.NLLLoss(weight, ...)`` holds no buffer, ``CrossEntropyLoss2d(weight=w)`` does."""
     if not any((cls_ctx.qualname(b.value) or "") in ("torch.nn.Module", "torch.nn.modules.module.Module")
                for b in cls.bases):
         return False  # only a direct nn.Module subclass: a base of the project may hold parameters
-    return not any(_may_hold_parameters(cls_ctx, call, cls) for call in cls_ctx.nodes(cst.Call)
-                   if any(a is cls for a in cls_ctx.ancestors(call)))
+    init = own_method(cls, "__init__")
+    passed = _init_arguments(init, construction) if init is not None and construction is not None else {}
+    return not any(_may_hold_parameters(cls_ctx, call, cls, passed if cls_ctx.enclosing_function(call) is init
+                                        else {})
+                   for call in cls_ctx.nodes(cst.Call) if any(a is cls for a in cls_ctx.ancestors(call)))
+
+
+def _init_arguments(init: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:
+    """The value each parameter of ``__init__`` has at ``call`` (passed, else its default), for the parameters
+    ``__init__`` never rebinds; nothing when the call unpacks (``*args``, ``**kwargs``)."""
+    if any(a.star for a in call.args):
+        return {}
+    params = list(init.params.params)[1:]  # after self
+    values: dict[str, cst.BaseExpression] = {p.name.value: p.default for p in (*params, *init.params.kwonly_params)
+                                             if p.default is not None}
+    positional = [a.value for a in call.args if a.keyword is None]
+    if len(positional) > len(params):
+        return {}
+    values.update((p.name.value, v) for p, v in zip(params, positional, strict=False))
+    values.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
+    rebound = {t.value for node in walk(init) if isinstance(node, (cst.AssignTarget, cst.AugAssign))
+               for t in [node.target] if isinstance(t, cst.Name)}
+    return {name: value for name, value in values.items() if name not in rebound}
 
 
 def frozen_class(cls: cst.ClassDef, built: cst.Call | None) -> bool:
@@ -389,7 +413,8 @@ def _freezing_loop(stmt: cst.BaseStatement) -> cst.BaseExpression | None:
     return small[0].value
 
 
-def _torch_parameterless(ctx: Context, expr: cst.BaseExpression) -> bool:
+def _torch_parameterless(ctx: Context, expr: cst.BaseExpression,
+                         passed: dict[str, cst.BaseExpression] | None = None) -> bool:
     """``nn.CrossEntropyLoss()``, ``nn.Dropout(0.1)``, ``nn.CrossEntropyLoss(reduction=self.reduction)``: a
     torch module that holds no parameter or buffer. A loss that keeps a tensor argument as a buffer
     (``weight=w``, devices.BUFFER_ARGUMENT_MODULES) does so only when that argument is constant: its positional
@@ -400,7 +425,8 @@ def _torch_parameterless(ctx: Context, expr: cst.BaseExpression) -> bool:
     if any(a.star for a in expr.args):
         return False
     return qualname not in devices.BUFFER_ARGUMENT_MODULES or all(
-        _constant_arg(a.value) for a in expr.args
+        _constant_arg(passed[a.value.value] if passed and isinstance(a.value, cst.Name) and a.value.value in passed
+                      else a.value) for a in expr.args
         if a.keyword is None or a.keyword.value in devices.BUFFER_KEYWORDS)
 
 
@@ -411,15 +437,17 @@ def _constant_arg(expr: cst.BaseExpression) -> bool:
         isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"))
 
 
-def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef) -> bool:
-    """Can this call in a module class's body give it a parameter, a buffer or a submodule?"""
+def _may_hold_parameters(ctx: Context, call: cst.Call, cls: cst.ClassDef,
+                         passed: dict[str, cst.BaseExpression] | None = None) -> bool:
+    """Can this call in a module class's body give it a parameter, a buffer or a submodule (``passed``: the values
+    of its ``__init__``'s parameters at the construction in question, for a call in that ``__init__``)?"""
     if not isinstance(call.func, (cst.Name, cst.Attribute)):
         return True  # models_mae.__dict__[name](...), registry[kind](...), get_cls()(...): a lookup may build one
     qn = ctx.qualname(call.func) or ""
     name = (dotted_name(call.func) or "").split(".")[-1]
     if name in ("register_buffer", "register_parameter", "register_module", "add_module", "Parameter"):
         return True
-    if _torch_parameterless(ctx, call):
+    if _torch_parameterless(ctx, call, passed):
         return False  # self.criterion = nn.MSELoss(reduction="mean"): a submodule with nothing to move
     if qn.startswith("torch.nn.") and name[:1].isupper():
         return True  # a layer: a submodule with parameters

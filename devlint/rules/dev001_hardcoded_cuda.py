@@ -6,7 +6,7 @@ import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from devlint import devices
 from devlint.analysis import (
@@ -78,12 +78,13 @@ Finds a CUDA device chosen unconditionally: a `"cuda"` / `"cuda:N"` string used 
 variable that is used as a device, passed as `device=`, to `.to(...)` or to `torch.device(...)`, an
 `argparse` `--device` default (also a `@click.option("--device", default="cuda")`, unless the command reads
 its parameter only where CUDA is certain, `device if torch.cuda.is_available() else "cpu"`; unless the option
-is only compared, spliced into `f"cuda:{...}"` or read
-under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else "cpu")`, or assigned to a
-name the next statement replaces without CUDA, `device = args.device` / `if not torch.cuda.is_available():
-device = "cpu"`, or read after an earlier statement replaced it so, `if args.device == "cuda" and not
-torch.cuda.is_available(): args.device = "cpu"`, also an `elif` of a chain that tries mps first), a
-`"device"` config entry, a `device=` parameter default that the
+is only compared (not an equality with `"cuda"` that picks the CUDA path on the default, nnU-Net's `elif
+args.device == "cuda": device = torch.device("cuda")`; `self.device` is no read of it), spliced into
+`f"cuda:{...}"` or read under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else
+"cpu")`, or assigned to a name the next statement replaces without CUDA, `device = args.device` / `if not
+torch.cuda.is_available(): device = "cpu"`, or read after an earlier statement replaced it so, `if
+args.device == "cuda" and not torch.cuda.is_available(): args.device = "cpu"`, also an `elif` of a chain that
+tries mps first), a `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on and some call relies on: `device="cuda"` or
 `device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads: the class's own
 `self.device`, or `x.device` of an object elsewhere in the file, but not of a tensor, a name whose `.shape`,
@@ -101,7 +102,11 @@ GPU`: the branch never runs as shipped; `USE_CUDA = True` guards nothing), a loo
 `range(torch.cuda.device_count())` (no iteration without a GPU) (also a device variable
 read only there or compared, directly or through names built from it: `DEVICE = "cuda"`, `CUDA_DEVICE =
 f"{DEVICE}:{DEVICE_ID}"`, `device = torch.device("cuda:0")` (building a device needs no CUDA: gsplat's tests)
-used only under such a check or in tests skipped without CUDA; a module-level one only when no other file of the
+used only under such a check or in tests skipped without CUDA, or handed only to functions of the project that
+never use that parameter as a device (also `--device` with default `"cuda"` read only as
+`device = torch.device(args.device)` of such a variable: YOLOS's `get_val_json(..., device, ...)` whose
+`samples.to(device)` is commented out; a device variable that nothing reads yet is still reported: it is the
+hard-coded device the next line written will use); a module-level one only when no other file of the
 project mentions its name, which may import and read it, or in a module pytest collects, `test_*.py`, which no
 module imports), in the `else` of
 `if not torch.cuda.is_available():`, or after an early exit when CUDA is unavailable (`sys.exit`, `raise`,
@@ -160,12 +165,14 @@ move — torch's losses, parameter-free activations, dropout and pooling (`nn.Cr
 weighted loss only with constant positional arguments and `weight` / `pos_weight`: not
 `nn.CrossEntropyLoss(weight=w)`, whose weight is a buffer, nor `nn.PReLU()`), and the project's module classes
 with no parameters, buffers or submodules other than such torch modules (`self.criterion =
-nn.MSELoss(reduction="mean")`; an exception a method raises, `raise NotImplementedError(...)`, is none, while a
-lookup that is called may build one, `models_mae.__dict__[name](...)`; not one
-whose `__init__` calls a function of the project, which may build and return a model, MiDaS's `model, _ =
-load_model(kind)`): on torch 2.13.0+cpu their `.cuda()` returns without touching CUDA;
-and
-`self.cuda(...)` in a class that defines its own `cuda` method (a helper that moves items with `.to(device)`).
+nn.MSELoss(reduction="mean")`; also a weighted loss of an `__init__` parameter that the construction leaves
+`None`: `CrossEntropyLoss2d(ignore_index=255).cuda()` where `__init__(self, weight=None, ...)` keeps
+`nn.NLLLoss(weight, ...)`, not `CrossEntropyLoss2d(weight=w)`; an exception a method raises, `raise
+NotImplementedError(...)`, is none, while a lookup that is called may build one,
+`models_mae.__dict__[name](...)`; not one whose `__init__` calls a function of the project, which may build
+and return a model, MiDaS's `model, _ = load_model(kind)`): on torch 2.13.0+cpu their `.cuda()` returns
+without touching CUDA; and `self.cuda(...)` in a class that defines its own `cuda` method (a helper that moves
+items with `.to(device)`).
 Files that never import torch, nor a library built on torch whose models and tensors are torch's
 (transformers, diffusers, peft, sentence-transformers, timm, torchvision, torchaudio, lpips, kornia,
 open_clip, Lightning, accelerate: `AutoModel.from_pretrained(...).half().cuda()` in a demo that imports only
@@ -692,11 +699,28 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
     if option is None:
         return False
     reads = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == option.dest and isinstance(a.value, cst.Name)
-             and ctx.qualname(a) is None]  # args.device, not torch.device
+             and a.value.value not in ("self", "cls") and ctx.qualname(a) is None]  # args.device, not torch.device
+    # nor an object's own attribute (self.device)
     guard = guards(ctx)
-    return bool(reads) and all(_inspected(ctx, read, depth=1) or guard.is_guarded(read)
-                               or _past_cuda_fallback(ctx, read) or _replaced_without_cuda(ctx, read)
-                               or _replaced_before(ctx, read) for read in reads)
+    def harmless(read: cst.Attribute) -> bool:
+        if _past_cuda_fallback(ctx, read) or _replaced_without_cuda(ctx, read) or _replaced_before(ctx, read):
+            return True
+        parent = ctx.parent(read)
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)) and _selects_cuda(ctx, parent):
+            return False  # `elif args.device == "cuda":` takes the CUDA path on the default (a guard it makes itself)
+        return _inspected(ctx, read, depth=1) or guard.is_guarded(read) or _built_into_unused_device(ctx, read)
+
+    return bool(reads) and all(harmless(read) for read in reads)
+
+
+def _built_into_unused_device(ctx: Context, read: cst.BaseExpression) -> bool:
+    """Is ``read`` (``args.device``) the argument of a ``torch.device(...)`` assigned to a name that is read only
+    where CUDA was checked for, or that is never used as a device (``device = torch.device(args.device)`` handed
+    only to a function that ignores it)? Building the device needs no CUDA."""
+    arg = ctx.parent(read)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and ctx.qualname(call.func) == "torch.device" \
+        and isinstance(ctx.parent(call), cst.Assign) and _read_only_where_guarded(ctx, call)
 
 
 def _replaced_before(ctx: Context, read: cst.Attribute) -> bool:
@@ -779,7 +803,9 @@ def _past_cuda_fallback(ctx: Context, read: cst.Attribute) -> bool:
 
 def _inspected(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
     parent = ctx.parent(expr)
-    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.FormattedStringExpression)):
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+        return not _selects_cuda(ctx, parent)
+    if isinstance(parent, cst.FormattedStringExpression):
         return True
     if depth and isinstance(parent, cst.Assign) and len(parent.targets) == 1 \
             and isinstance(parent.targets[0].target, cst.Name):
@@ -787,6 +813,29 @@ def _inspected(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
         reads = [n for n in ctx.nodes(cst.Name) if n.value == name and not _is_target(ctx, n)]
         return all(_inspected(ctx, n, depth - 1) for n in reads)
     return False
+
+
+def _selects_cuda(ctx: Context, node: cst.Comparison | cst.ComparisonTarget) -> bool:
+    """Is the comparison an equality with a CUDA device string (``args.device == "cuda"``)? It picks the CUDA
+    path exactly when the option keeps its ``"cuda"`` default (nnU-Net's ``elif args.device == 'cuda': device =
+    torch.device('cuda')``): a use of the default, not a look at it."""
+    comparison = ctx.parent(node) if isinstance(node, cst.ComparisonTarget) else node
+    if not isinstance(comparison, cst.Comparison):
+        return False
+    sides = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+    if not (any(isinstance(t.operator, (cst.Equal, cst.Is)) for t in comparison.comparisons) and any(
+            (value := string_value(side)) is not None and devices.is_cuda_device(value) for side in sides)):
+        return False
+    test: cst.CSTNode = comparison
+    for anc in ctx.ancestors(comparison):
+        if isinstance(anc, (cst.If, cst.IfExp)) and anc.test is test:
+            # `if args.device == "cuda" and not torch.cuda.is_available(): args.device = "cpu"`: a fallback
+            return not any(isinstance(n, cst.Call) and ctx.qualname(n.func) in devices.AVAILABILITY_CALLS
+                           for n in walk(anc.test))
+        if not isinstance(anc, (cst.BooleanOperation, cst.UnaryOperation)):
+            return True
+        test = anc
+    return True
 
 
 def _read_only_where_guarded(ctx: Context, value: cst.BaseExpression, depth: int = 2) -> bool:
@@ -803,7 +852,7 @@ def _read_only_where_guarded(ctx: Context, value: cst.BaseExpression, depth: int
     reads = [n for n in ctx.nodes(cst.Name) if n.value == name and not _is_target(ctx, n) and not _binds(ctx, n)
              and (scope is None or any(a is scope for a in ctx.ancestors(n)))]
     if not reads or not all(_flows_where_guarded(ctx, read, depth) for read in reads):
-        return False
+        return False  # (`device = "cuda"` read nowhere yet is the hard-coded device the next line will use)
     return scope is not None or ctx.project is None or pytest_module(ctx.path) \
         or not ctx.project.mentioned_elsewhere(name, ctx.path)
 
@@ -887,6 +936,11 @@ def _flows_where_guarded(ctx: Context, read: cst.BaseExpression, depth: int) -> 
         expr, parent = parent, ctx.parent(parent)
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
         return True
+    if isinstance(parent, cst.Arg) and parent.value is expr and isinstance(ctx.parent(parent), cst.Call):
+        target = _parameter_for(ctx, cast(cst.Call, ctx.parent(parent)), parent)
+        if target is not None and not parameter_used_as_device(*target):
+            return True  # handed to a function of the project that never uses it as a device (YOLOS's
+            # get_val_json(data_loader, base_ds, device, ...), whose `samples.to(device)` is commented out)
     return depth > 0 and isinstance(parent, cst.Assign) and isinstance(expr, cst.BaseExpression) \
         and _read_only_where_guarded(ctx, expr, depth - 1)
 
