@@ -313,19 +313,52 @@ def parameterless_module(ctx: Context, receiver: cst.BaseExpression) -> bool:
     submodules, or torch's own (``nn.CrossEntropyLoss()``, ``nn.ReLU()``: devices.PARAMETERLESS_MODULES, built
     with constant arguments only, also through a name every binding of which is one): ``Module.cuda()`` then
     moves nothing and does not touch CUDA (checked on torch 2.13 CPU)."""
-    if isinstance(receiver, cst.Name):
-        scope = bindings(ctx).resolve(receiver, receiver.value)
-        bound = scope.bindings.get(receiver.value, []) if scope is not None else []
-        return bool(bound) and all(isinstance(b.node, (cst.Assign, cst.AnnAssign)) and b.value is not None
-                                   and _torch_parameterless(ctx, b.value) for b in bound)
-    if not isinstance(receiver, cst.Call):
+    return _parameterless_value(ctx, receiver, depth=3)
+
+
+def _parameterless_value(ctx: Context, value: cst.BaseExpression, depth: int) -> bool:
+    """:func:`parameterless_module` of a value: a construction, either arm of a conditional expression, a name
+    every binding of which is one (``criterion = criterion.cuda()``, a move of the name itself, aside), or a call
+    of a function of the project whose every ``return`` is one (CvT's ``build_criterion(config)`` returning
+    ``SoftTargetCrossEntropy()``, its own parameterless class, or ``nn.CrossEntropyLoss()``), ``depth`` steps
+    deep."""
+    if depth < 0:
         return False
-    if _torch_parameterless(ctx, receiver):
+    if isinstance(value, cst.IfExp):
+        return _parameterless_value(ctx, value.body, depth) and _parameterless_value(ctx, value.orelse, depth)
+    if isinstance(value, cst.Name):
+        scope = bindings(ctx).resolve(value, value.value)
+        bound = scope.bindings.get(value.value, []) if scope is not None else []
+        if not bound or not all(isinstance(b.node, (cst.Assign, cst.AnnAssign)) and b.value is not None
+                                for b in bound):
+            return False
+        own = [b.value for b in bound if b.value is not None and not _moves_itself(b.value, value.value)]
+        return bool(own) and all(_parameterless_value(ctx, v, depth - 1) for v in own)
+    if not isinstance(value, cst.Call):
+        return False
+    if _torch_parameterless(ctx, value):
         return True
-    found = callee(ctx, receiver)
-    if found is None or not isinstance(found[1], cst.ClassDef):
-        return False
-    return parameterless_class(found[0], found[1], receiver)
+    found = callee(ctx, value)
+    if found is not None and isinstance(found[1], cst.ClassDef):
+        return parameterless_class(found[0], found[1], value)
+    return found is not None and isinstance(found[1], cst.FunctionDef) and depth > 0 \
+        and _returns_parameterless(found[0], found[1], depth - 1)
+
+
+def _returns_parameterless(ctx: Context, func: cst.FunctionDef, depth: int) -> bool:
+    """Does every ``return`` of ``func`` give a module that holds nothing to move (:func:`_parameterless_value`)?
+    Not a generator, a function with a bare ``return``, or one that defines functions (not read so)."""
+    returns = [node for node in walk(func.body) if isinstance(node, (cst.Return, cst.Yield, cst.FunctionDef,
+                                                                        cst.Lambda))]
+    values = [r.value for r in returns if isinstance(r, cst.Return) and r.value is not None]
+    return bool(values) and len(values) == len(returns) and all(_parameterless_value(ctx, v, depth) for v in values)
+
+
+def _moves_itself(value: cst.BaseExpression, name: str) -> bool:
+    """``criterion = criterion.cuda()`` / ``criterion.to(device)``: the name's own module, moved."""
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+        and value.func.attr.value in (devices.CUDA_METHOD, devices.MOVE_METHOD) \
+        and isinstance(value.func.value, cst.Name) and value.func.value.value == name
 
 
 def parameterless_class(cls_ctx: Context, cls: cst.ClassDef, construction: cst.Call | None = None) -> bool:
@@ -339,9 +372,32 @@ def parameterless_class(cls_ctx: Context, cls: cst.ClassDef, construction: cst.C
         return False  # only a direct nn.Module subclass: a base of the project may hold parameters
     init = own_method(cls, "__init__")
     passed = _init_arguments(init, construction) if init is not None and construction is not None else {}
+    if init is not None and _keeps_an_argument(cls, init, passed):
+        return False  # TemporalShift(net, ...) keeping `self.net = net`: the module it wraps moves with it
     return not any(_may_hold_parameters(cls_ctx, call, cls, passed if cls_ctx.enclosing_function(call) is init
                                         else {})
                    for call in cls_ctx.nodes(cst.Call) if any(a is cls for a in cls_ctx.ancestors(call)))
+
+
+def _keeps_an_argument(cls: cst.ClassDef, init: cst.FunctionDef, passed: dict[str, cst.BaseExpression]) -> bool:
+    """Does ``__init__`` store one of its parameters on ``self`` that the class calls as a module (``self.net =
+    net``, then ``self.net(x)``), with a value that is no constant at this construction? The module it wraps
+    is its submodule (``self.epsilon = epsilon`` read as a number is none)."""
+    params = {p.name.value for p in (*init.params.params, *init.params.kwonly_params)} - {"self"}
+    called = {node.func.attr.value for node in walk(cls.body) if isinstance(node, cst.Call)
+              and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
+              and node.func.value.value == "self"}
+    for node in walk(init.body):
+        if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Name) \
+                or node.value.value not in params:
+            continue
+        if not any(isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                   and t.target.value.value == "self" and t.target.attr.value in called for t in node.targets):
+            continue
+        value = passed.get(node.value.value)
+        if value is None or not _constant_arg(value):
+            return True
+    return False
 
 
 def _init_arguments(init: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression]:

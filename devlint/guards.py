@@ -108,6 +108,8 @@ class Guards:
         self._cuda_instantiated: set[str] | None = None  # test classes instantiated for CUDA alone
         self._kernels: dict[int, bool] = {}  # id of a function -> whether it runs the project's CUDA kernels
         self._handles: frozenset[str] | None = None  # the module's names for compiled extensions
+        self._identifiers: frozenset[str] | None = None  # the module's strings that are identifiers
+        self._dead: dict[int, bool] = {}  # id of a function -> whether nothing can call it
         self._cuda_only_tests: dict[int, bool] = {}  # id of a class -> whether its every test needs CUDA
         self._skipping: dict[int, bool] = {}  # id of a class -> whether its setUp skips without CUDA
         self._off_flags: dict[str, bool] = {}  # a script's name -> whether it is bound only to False at its top
@@ -231,6 +233,8 @@ class Guards:
             return Polarity.AVAILABLE  # a condition that queries CUDA needs it (it raises without)
         func = call.func
         name = (qn or dotted_name(func) or "").split(".")[-1]
+        if name == "isinstance" and len(call.args) == 2 and self._cuda_tensor_types(call.args[1].value):
+            return Polarity.AVAILABLE  # isinstance(out.data, torch.cuda.FloatTensor): a CUDA tensor is there
         if name in devices.DISTRIBUTED_PREDICATES or (qn == "torch.distributed.is_available"):
             return Polarity.AVAILABLE if self._nccl() else Polarity.UNKNOWN
         if isinstance(func, cst.Attribute) and func.attr.value in ("startswith", "endswith") and call.args:
@@ -243,6 +247,14 @@ class Guards:
         if devices.is_guard_text(name) and _PREDICATE.search(name):
             return Polarity.AVAILABLE  # is_gpu_available(), has_cuda(), check_gpu(), use_cuda()
         return self._returned_polarity(call)
+
+    def _cuda_tensor_types(self, types: cst.BaseExpression) -> bool:
+        """Is ``types`` torch's legacy CUDA tensor type (``torch.cuda.FloatTensor``), or a tuple of them only? A
+        tensor is an instance of one only when it lives on a GPU (3D-ResNets' ``downsample_basic_block``)."""
+        if isinstance(types, cst.Tuple):
+            return bool(types.elements) and all(self._cuda_tensor_types(e.value) for e in types.elements)
+        qn = self.ctx.qualname(types) or ""
+        return qn.startswith("torch.cuda.") and qn.endswith("Tensor")
 
     def _returned_polarity(self, call: cst.Call) -> Polarity:
         """A function of the project whose every ``return`` value implies an accelerator (``return
@@ -1049,8 +1061,9 @@ class Guards:
             if self._guards_child(anc, child):
                 return True
             if isinstance(anc, cst.FunctionDef):
-                if self._import_needs_cuda() and self._top_definition(anc):
-                    return True  # a function of a module that raises at import without CUDA: never callable then
+                if (self._import_needs_cuda() and self._top_definition(anc)) or self._never_runs(anc):
+                    return True  # a function of a module that raises at import without CUDA (never callable then),
+                    # or a helper nothing calls or names (its body runs nowhere)
                 owner = self.ctx.parent(self.ctx.parent(anc))
                 if isinstance(owner, cst.ClassDef) and self._in_cuda_only_class(anc, owner):
                     return True
@@ -1261,6 +1274,34 @@ class Guards:
                     values.append(False)
             held = self._off_flags[name] = bool(values) and all(values)
         return held
+
+    def _never_runs(self, func: cst.FunctionDef) -> bool:
+        """Is ``func`` a helper that nothing can call: a function defined in a function whose name that function
+        never reads (DeepSDF's ``empirical_stat``, its one use commented out)? Not a decorated function (a
+        decorator may register it), nor a function of a module's top level, even of a script no file imports and
+        that never names it: runners call those by name (``fire.Fire()``, ``nose.runmodule()``, ``torch.hub``'s
+        ``hubconf.py``)."""
+        held = self._dead.get(id(func))
+        if held is None:  # kept: every guard question about a line of the function asks it again
+            held = self._dead[id(func)] = not func.decorators and self._unnamed(func)
+        return held
+
+    def _unnamed(self, func: cst.FunctionDef) -> bool:
+        parent = self.ctx.parent(func)
+        owner = self.ctx.parent(parent) if isinstance(parent, cst.IndentedBlock) else None
+        if not isinstance(owner, cst.FunctionDef):
+            return False
+        name = func.name.value
+        return not any(isinstance(n, cst.Name) and n.value == name and n is not func.name for n in walk(owner)) \
+            and name not in self._strings_named()
+
+    def _strings_named(self) -> frozenset[str]:
+        """The module's strings that are identifiers (``getattr(module, "fliplr")``, ``"fliplr"`` in ``__all__``):
+        a function named in one may be called through it."""
+        if self._identifiers is None:
+            self._identifiers = frozenset(text for s in self.ctx.nodes(cst.SimpleString)
+                                          if (text := string_value(s)) is not None and text.isidentifier())
+        return self._identifiers
 
     def _imported_nowhere(self) -> bool:
         """Can nothing import the file: no other file of the project imports a module of its name (linted alone:

@@ -96,7 +96,11 @@ the project whose parameter it becomes a device in (`model.sample(8, "cuda")`).
 
 Not reported: device-agnostic code — a conditional expression that tests availability
 (`"cuda" if torch.cuda.is_available() else "cpu"`, the cuda/mps/cpu chain), code inside
-`if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, `if use_gpu:` where a script (or a
+`if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, `if isinstance(x.data,
+torch.cuda.FloatTensor):` (a tensor of a CUDA type lives on a GPU; also after `assert isinstance(x,
+torch.cuda.LongTensor)`), a helper defined in a function that never calls nor names it (DeepSDF's
+`empirical_stat`: it runs nowhere; not a function of a module's top level, which runners call by name),
+`if use_gpu:` where a script (or a
 module no other file imports) binds `use_gpu` only to `False` at its top (LPIPS's `use_gpu = False  # Whether to use
 GPU`: the branch never runs as shipped; `USE_CUDA = True` guards nothing), a loop or comprehension over
 `range(torch.cuda.device_count())` (no iteration without a GPU) (also a device variable
@@ -167,7 +171,10 @@ weighted loss only with constant positional arguments and `weight` / `pos_weight
 with no parameters, buffers or submodules other than such torch modules (`self.criterion =
 nn.MSELoss(reduction="mean")`; also a weighted loss of an `__init__` parameter that the construction leaves
 `None`: `CrossEntropyLoss2d(ignore_index=255).cuda()` where `__init__(self, weight=None, ...)` keeps
-`nn.NLLLoss(weight, ...)`, not `CrossEntropyLoss2d(weight=w)`; an exception a method raises, `raise
+`nn.NLLLoss(weight, ...)`, not `CrossEntropyLoss2d(weight=w)`; also through a name every binding of which
+is one, and through a factory of the project whose every `return` is one, CvT's `criterion =
+build_criterion(config)` then `criterion.cuda()`; not a class that keeps a module it is given, TSM's
+`self.net = net` called as `self.net(x)`; an exception a method raises, `raise
 NotImplementedError(...)`, is none, while a lookup that is called may build one,
 `models_mae.__dict__[name](...)`; not one whose `__init__` calls a function of the project, which may build
 and return a model, MiDaS's `model, _ = load_model(kind)`): on torch 2.13.0+cpu their `.cuda()` returns
