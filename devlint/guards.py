@@ -179,6 +179,8 @@ class Guards:
             return self._flag_polarity(expr)
         if isinstance(expr, cst.Subscript):  # cfg["cuda"], flags["use_gpu"]: a flag of unknown origin
             key = string_value(expr.slice[0].slice.value) if isinstance(expr.slice[0].slice, cst.Index) else None
+            if key is not None and _distributed_flag("opt." + key) and self._nccl():
+                return Polarity.AVAILABLE  # KAIR's `if opt["dist"]:` in a NCCL project
             return Polarity.AVAILABLE if key is not None and devices.is_guard_text(key) else Polarity.UNKNOWN
         if isinstance(expr, cst.IfExp):
             return self._if_exp_polarity(expr)
@@ -436,8 +438,9 @@ class Guards:
         for found in computed:
             if found in (Polarity.AVAILABLE, Polarity.UNAVAILABLE):
                 return found  # use_gpu = torch.cuda.is_available() (and so on)
-        if name in self._flags_of_cuda_only_flows():
-            return Polarity.AVAILABLE  # `if distributed: init_process_group("nccl")`, later `if distributed:`
+        if name in self._flags_of_cuda_only_flows() or (_distributed_flag(name) and self._nccl()):
+            return Polarity.AVAILABLE  # `if distributed: init_process_group("nccl")`, later `if distributed:`;
+            # mmdet's `train_detector(..., distributed=...)` in a NCCL project (set after init_dist)
         named = devices.is_guard_text(name.rsplit(".", 1)[-1])  # `args.cuda`, not `accelerator.sync_gradients`
         truthy = [v for v in values if _on_by_default(v) is True]
         if truthy and named and all(_on_by_default(v) is not None for v in values) \
@@ -827,6 +830,26 @@ class Guards:
         return inherited is not None and isinstance(inherited[1], cst.FunctionDef) \
             and guards(inherited[0]).requires_cuda(inherited[1], depth=1)
 
+    def _builds_cuda_only_object(self, init: cst.FunctionDef) -> bool:
+        """Does a statement of ``__init__``'s own body (not under an ``if``, a ``try`` or a loop) call an API that
+        raises without CUDA, ``self.stream = torch.cuda.Stream()`` (YOLOX's ``DataPrefetcher``; checked on torch
+        2.13.0+cpu, rules/DEV006.md)? No instance exists without CUDA, so its methods run only with it. A context
+        manager built and not entered (``torch.cuda.device(0)``) raises nothing."""
+        body = init.body.body if isinstance(init.body, cst.IndentedBlock) else []
+        for stmt in body:
+            if _returns(stmt):
+                return False  # `if local_rank is None: return` first: an instance without the call
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for node in walk(stmt):
+                if isinstance(node, (cst.Lambda, cst.IfExp, cst.BooleanOperation)):
+                    break  # a call that may not run
+                if isinstance(node, cst.Call):
+                    name = devices.cuda_only_call(self.ctx.qualname(node.func))
+                    if name is not None and name not in devices.CUDA_ONLY_CONTEXTS:
+                        return True
+        return False
+
     def _runs_collective(self, func: cst.FunctionDef) -> bool:
         return func in self.ctx.shared("guards.collective_functions", _collective_functions)
 
@@ -1091,7 +1114,12 @@ class Guards:
             return True
         if method.name.value not in ("setUp", "setUpClass", "__init__") and self._skips_without_cuda(owner):
             return True  # a method of a test class whose setUp skips every test without CUDA
-        return method.name.value != "__init__" and self._cuda_only_definition(owner)
+        if method.name.value == "__init__":
+            return False  # (its own CUDA-only call is where a run without CUDA stops: DEV006 reports it)
+        if self._cuda_only_definition(owner):
+            return True
+        init = own_method(owner, "__init__")
+        return init is not None and self._builds_cuda_only_object(init)
 
     def _tests_cuda_only(self, cls: cst.ClassDef) -> bool:
         """Is every test of the class marked to run only with CUDA (``@unittest.skipIf(disabled, "amp_C is
@@ -1489,6 +1517,19 @@ def _number(expr: cst.BaseExpression) -> float | None:
 _AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 _EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
 _EXTENSION_MODULE = re.compile(r"(?:^|[._])(?:ext|cuda|C)$")
+
+
+_DISTRIBUTED_FLAGS = frozenset({"distributed", "is_distributed", "use_distributed", "ddp", "use_ddp",
+                                "multiprocessing_distributed"})
+
+
+def _distributed_flag(name: str) -> bool:
+    """Is ``name`` a flag that says the run is distributed (``args.distributed``, a ``distributed`` parameter,
+    ``opt["dist"]`` read as ``opt.dist``)? In a project whose process group is NCCL, the branch it takes runs in
+    that group, on CUDA, as ``get_world_size() > 1`` does. A bare ``dist`` is most often ``torch.distributed``
+    itself: only an attribute or key of that name counts."""
+    last = name.rsplit(".", 1)[-1]
+    return last in _DISTRIBUTED_FLAGS or (last == "dist" and "." in name)
 
 
 def _launches_native_cuda_kernels(ctx: Context) -> bool:

@@ -244,7 +244,10 @@ pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`
 tests call), a fixture that only tests marked GPU-only request (in its file, or its class for a class's
 fixture; not `autouse`), or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group; also through a
-method it calls first, `self.setup_dist_env()`, or the `__init__` a subclass inherits); a module that
+method it calls first, `self.setup_dist_env()`, or the `__init__` a subclass inherits), and the methods other
+than `__init__` of a class whose `__init__` calls, in a statement of its own body, an API that raises without
+CUDA (YOLOX's `DataPrefetcher`: `self.stream = torch.cuda.Stream()`; no instance exists without CUDA, and DEV006
+reports that call where the file has a CPU path); a module that
 raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
 its functions and methods too, wherever they are defined; not a check in its `__main__` block); what
 follows an import of a CUDA-only library, or of a module of the project that needs CUDA at import (as below),
@@ -283,7 +286,9 @@ module's top (`ext_module = ext_loader.load_ext("_ext", [...])`, `_backend = cpp
 (`torch.cuda.IntTensor(B, n)`, mmcv's point-cloud ops) say the kernel is a CUDA kernel (an autograd Function in
 plain torch, with no extension, is reported as any code is); an `except` handler for CUDA running out of memory;
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
-`torch.distributed` is initialised, and functions that run a collective such as `broadcast`). A project that
+`torch.distributed` is initialised, and functions that run a collective such as `broadcast`) and the branch a
+flag named for distributed training takes (`if distributed:` of mmdet's `train_detector(..., distributed)`,
+`if args.distributed:`, KAIR's `if opt["dist"]:`: true only once that group runs). A project that
 never starts the group itself (no file names `init_process_group`: a launcher library such as Lightning,
 accelerate or dora starts it, with NCCL on GPUs) counts as NCCL; one that starts it with another backend
 (`"gloo"`) does not, and its helpers are reported.
