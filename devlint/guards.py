@@ -420,6 +420,9 @@ class Guards:
             return Polarity.AVAILABLE
         if name is None:
             return Polarity.UNKNOWN
+        if _NEGATED_GPU_FLAG.match(name.rsplit(".", 1)[-1]):
+            return Polarity.NONE  # --no-cuda: a setting that turns the GPU off, no check (its being false, the
+            # default, says nothing either: `not args.no_cuda and torch.cuda.is_available()` is the check)
         if name in self._name_polarity:
             return self._name_polarity[name]
         self._name_polarity[name] = Polarity.UNKNOWN  # while computing (a flag built from itself)
@@ -1519,6 +1522,8 @@ _EXTENSION_LOADERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.c
 _EXTENSION_MODULE = re.compile(r"(?:^|[._])(?:ext|cuda|C)$")
 
 
+# A flag that turns the GPU off (`--no-cuda`, `disable_cuda`): named for the GPU, but no opt-in to it
+_NEGATED_GPU_FLAG = re.compile(r"(?i)^_*(?:no|disable|disabled|without|not|skip)_?(?:cuda|gpus?)$")
 _DISTRIBUTED_FLAGS = frozenset({"distributed", "is_distributed", "use_distributed", "ddp", "use_ddp",
                                 "multiprocessing_distributed"})
 

@@ -100,7 +100,8 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 torch.cuda.FloatTensor):` (a tensor of a CUDA type lives on a GPU; also after `assert isinstance(x,
 torch.cuda.LongTensor)`), a helper defined in a function that never calls nor names it (DeepSDF's
 `empirical_stat`: it runs nowhere; not a function of a module's top level, which runners call by name),
-`if use_gpu:` where a script (or a
+`if args.cuda:` where `args.cuda = not args.no_cuda and torch.cuda.is_available()` (a flag that turns the GPU
+off, `--no-cuda`, is a setting: `if not args.no_cuda:` alone guards nothing), `if use_gpu:` where a script (or a
 module no other file imports) binds `use_gpu` only to `False` at its top (LPIPS's `use_gpu = False  # Whether to use
 GPU`: the branch never runs as shipped; `USE_CUDA = True` guards nothing), a loop or comprehension over
 `range(torch.cuda.device_count())` (no iteration without a GPU) (also a device variable
