@@ -367,7 +367,25 @@ def _saves_to(ctx: Context, source: str, scope: cst.CSTNode, before: cst.CSTNode
             continue
         if any(ctx.code(_unwrap_path(a.value)) == source for a in target):
             return True
+        if isinstance(before, cst.Call) and before.args and (template := _path_template(before.args[0].value)) \
+                and any(_path_template(a.value) == template for a in target):
+            return True  # torch.save(m, "{}.pkl".format(epoch)) ... torch.load("{}.pkl".format(best_epoch))
     return False
+
+
+def _path_template(expr: cst.BaseExpression) -> str | None:
+    """The file-name pattern of a path built from a string with holes, the holes blanked: ``"{}.pkl".format(e)``
+    and ``f"{e}.pkl"`` both give ``"{}.pkl"``; None for any other path. A save and a load of the same pattern in
+    one run write and read the run's own files (pyGAT saves each epoch's weights, then loads the best one)."""
+    expr = _unwrap_path(expr)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format" \
+            and isinstance(expr.func.value, cst.SimpleString):
+        text = string_value(expr.func.value)
+        return re.sub(r"\{[^{}]*\}", "{}", text) if text is not None and "{" in text else None
+    if isinstance(expr, cst.FormattedString):
+        parts = [part.value if isinstance(part, cst.FormattedStringText) else "{}" for part in expr.parts]
+        return "".join(parts) if any(p == "{}" for p in parts) else None
+    return None
 
 
 def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -902,7 +920,9 @@ Not reported:
   (ignite's `Checkpoint.load_objects`) or to a function that is not `load_state_dict`;
 - a round trip in one process: the function (or module) that loads first writes the same file with
   `torch.save` (`torch.save(model.state_dict(), path)` ... `model.load_state_dict(torch.load(path))`; for
-  `torch.jit.load`, `torch.jit.save(m, path)` or `traced.save(path)`; `str(path)` is the same file), or
+  `torch.jit.load`, `torch.jit.save(m, path)` or `traced.save(path)`; `str(path)` is the same file, and so is a
+  path of the same pattern, pyGAT's `"{}.pkl".format(epoch)` saved in the loop and `"{}.pkl".format(best_epoch)`
+  loaded after it, f-strings alike), or
   every call of the loading function in its file comes after such a save in its caller, with the path's
   name passed on under the same name (`train(config, ...)` saves `config.save_path`, then calls
   `test(config, ...)`, which loads `config.save_path`), or after a call, on every path to it, of a function
