@@ -110,6 +110,7 @@ class Guards:
         self._handles: frozenset[str] | None = None  # the module's names for compiled extensions
         self._identifiers: frozenset[str] | None = None  # the module's strings that are identifiers
         self._dead: dict[int, bool] = {}  # id of a function -> whether nothing can call it
+        self._cuda_objects: dict[int, bool] = {}  # id of an __init__ -> whether it calls a CUDA-only API
         self._cuda_only_tests: dict[int, bool] = {}  # id of a class -> whether its every test needs CUDA
         self._skipping: dict[int, bool] = {}  # id of a class -> whether its setUp skips without CUDA
         self._off_flags: dict[str, bool] = {}  # a script's name -> whether it is bound only to False at its top
@@ -838,6 +839,12 @@ class Guards:
         raises without CUDA, ``self.stream = torch.cuda.Stream()`` (YOLOX's ``DataPrefetcher``; checked on torch
         2.13.0+cpu, rules/DEV006.md)? No instance exists without CUDA, so its methods run only with it. A context
         manager built and not entered (``torch.cuda.device(0)``) raises nothing."""
+        held = self._cuda_objects.get(id(init))
+        if held is None:  # kept: every guard question about a line of the class's methods asks it again
+            held = self._cuda_objects[id(init)] = self._calls_cuda_only_api(init)
+        return held
+
+    def _calls_cuda_only_api(self, init: cst.FunctionDef) -> bool:
         body = init.body.body if isinstance(init.body, cst.IndentedBlock) else []
         for stmt in body:
             if _returns(stmt):
