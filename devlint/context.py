@@ -150,7 +150,11 @@ def _record_import(ctx: Context, node: cst.CSTNode) -> None:
                 root = full.split(".")[0]
                 ctx.aliases[root] = root
             ctx.imported_modules.add(full)
-    elif isinstance(node, cst.ImportFrom) and node.relative:
+    if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar) and node.module is not None \
+            and ctx.parent(ctx.parent(node)) is ctx.module:
+        # from utils import *: what it binds is the project's to tell (Project.adopt)
+        ctx.star_imports.append("." * len(node.relative) + _import_target(node.module))
+    if isinstance(node, cst.ImportFrom) and node.relative:
         # from .env import init_env / from .. import utils: the project resolves these (project.py)
         level = len(node.relative)
         module = _import_target(node.module) if node.module is not None else ""
@@ -211,6 +215,7 @@ class Context:
         self.aliases: dict[str, str] = {}  # bound name -> qualified name
         self.imported_modules: set[str] = set()
         self.relative_imports: dict[str, tuple[int, str, str]] = {}  # bound name -> (level, module, name)
+        self.star_imports: list[str] = []  # modules the top level imports * from (leading dots as written)
         self.project: Project | None = None  # the linted tree, when the run has one (project.py)
         self._positions: Positions | None = None
         self._cache: dict[str, object] = {}  # shared analyses, computed once per module

@@ -73,6 +73,7 @@ class Project:
         self._values: dict[str, frozenset[str] | None] = {}  # path -> names it uses as values (used_as_value)
         self._uncalled: dict[str, frozenset[str] | None] = {}  # path -> names it uses but to call (only_called)
         self._builds_cuda: dict[str, bool] = {}  # path -> does it build CUDA kernels at import
+        self._star_exports: dict[str, dict[str, str]] = {}  # path -> what `from it import *` binds by its imports
         self._targets: dict[tuple[str, str], tuple[str, str | None]] = {}  # (import, importer) -> (module, file)
         self._module_cuda_only: dict[tuple[str, str | None], bool] = {}  # _cuda_only_module
         self._noted: dict[str, int] = {}  # path -> hash of the bytes the pre-filter parsed (note_tree)
@@ -141,7 +142,31 @@ class Project:
         self._contexts[path] = ctx
         self._contexts.move_to_end(path)
         ctx.project = self
+        self._bind_star_imports(ctx)
         self._trim_contexts()
+
+    def _bind_star_imports(self, ctx: Context) -> None:
+        """Bind in ``ctx`` the imports that a ``from utils import *`` of a module of the project brings (``import
+        torch`` at utils' top level: the tutorial's ``eval.py`` then calls ``torch.load`` with no import of its
+        own). Only a module without ``__all__`` (which would choose what ``*`` exports), only its public import
+        bindings, and never over a name the file binds itself."""
+        for module in ctx.star_imports:
+            for bound, target in self.star_exports(module, ctx.path).items():
+                if bound not in ctx.aliases and bound not in ctx.relative_imports:
+                    ctx.aliases[bound] = target
+                    ctx.imported_modules.add(target)
+
+    def star_exports(self, module: str, importer: str) -> dict[str, str]:
+        """What ``from <module> import *`` in ``importer`` binds by the module's own imports, when the module is
+        one of the project's (:func:`_star_exported_imports`); nothing otherwise. Cached per file."""
+        path = self._import_file(module, os.path.abspath(importer))
+        if path is None:
+            return {}
+        self.consulted.add(path)  # (the importer's findings rest on it: a change there is one here)
+        held = self._star_exports.get(path)
+        if held is None:
+            held = self._star_exports[path] = _star_exported_imports(self.read(path) or b"")
+        return held
 
     def release_evicted(self) -> None:
         """Release the contexts dropped from the cache while the last file was linted (their analyses hold
@@ -1002,6 +1027,28 @@ def _top_level_cuda_build(data: bytes) -> bool:
                     for src in sources if src is not None for c in ast.walk(src)):
                 return True
     return False
+
+
+def _star_exported_imports(data: bytes) -> dict[str, str]:
+    """The names a module's top-level imports bind, as ``from module import *`` exports them (public names, and
+    none when the module sets ``__all__``): ``import torch`` -> torch, ``import torch.nn as nn`` -> torch.nn,
+    ``from torch import optim`` -> torch.optim. Absolute imports only (a relative one is the project's)."""
+    import ast
+
+    tree = _ast_of(data) if b"import" in data else None
+    found: dict[str, str] = {}
+    for node in tree.body if isinstance(tree, ast.Module) else []:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return {}
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                found[bound] = alias.name if alias.asname else bound
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                if alias.name != "*":
+                    found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return {bound: target for bound, target in found.items() if not bound.startswith("_")}
 
 
 def _extension_names(data: bytes) -> set[str]:

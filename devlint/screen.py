@@ -473,6 +473,17 @@ class AstIndex:
             for alias in node.names:
                 if alias.name != "*":
                     self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            self._star_import(node)
+
+    def _star_import(self, node: ast.ImportFrom) -> None:
+        """``from utils import *``: the imports of the project's module come with it (Project.star_exports)."""
+        if node.module is None or self.project is None or self.path is None:
+            return
+        for bound, target in self.project.star_exports("." * node.level + node.module, self.path).items():
+            if bound not in self.aliases and bound not in self.relative_names:
+                self.aliases[bound] = {target}
+                self.imported_modules.add(target)
 
     def _is_evidence(self, call: ast.Call) -> bool:
         """May this call be a source in provenance.py: a tensor made with requires_grad/device, an

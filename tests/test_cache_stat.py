@@ -144,3 +144,24 @@ def test_a_checkpoint_writer_added_elsewhere_invalidates(tmp_path, reads):
     init.write_text(init.read_text() + "\n\ndef export(net, path):\n    import torch\n    torch.save(net.state_dict(), path)\n")
     os.utime(init, ns=(OLD + 2 * 10**9, OLD + 2 * 10**9))
     assert _found(run([str(root)], config, options)) == [("app.py", "DEV005", 11, 27)]
+
+
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_star_imported_module_edit_invalidates(tmp_path, reads, prefilter):
+    """eval.py gets torch only through `from utils import *`: its DEV005 finding rests on utils.py's imports, so
+    an edit there that sets `__all__` (torch no longer exported) re-lints eval.py, and the warm run agrees with a
+    cold one."""
+    root = tmp_path / "starimport"
+    shutil.copytree(PROJECTS / "starimport", root)
+    _age(root)
+    config = Config(root=root)
+    options = Options(select={"DEV005"}, jobs=1, cache_dir=str(tmp_path / "cache"), prefilter=prefilter)
+    first = _found(run([str(root)], config, options))
+    assert ("eval.py", "DEV005", 7, 14) in first
+    utils = root / "utils.py"
+    utils.write_text(utils.read_text().replace('from torch import nn\n', 'from torch import nn\n\n__all__ = ["build"]\n'))
+    os.utime(utils, ns=(OLD + 10**9, OLD + 10**9))
+    after = _found(run([str(root)], config, options))
+    fresh = _found(run([str(root)], config, Options(select=options.select, jobs=1, prefilter=prefilter)))
+    assert after == fresh
+    assert ("eval.py", "DEV005", 7, 14) not in after

@@ -186,7 +186,9 @@ Files that never import torch, nor a library built on torch whose models and ten
 open_clip, Lightning, accelerate: `AutoModel.from_pretrained(...).half().cuda()` in a demo that imports only
 transformers, `lpips.LPIPS(net="alex").cuda()`), nor, in a project run, a module of the project that imports torch
 (a script of the package, `from mobile_sam import sam_model_registry` where the name comes from a file that
-imports torch; not a module of plain data, `from segment.labels import CLASS_NAMES`), are not checked.
+imports torch; not a module of plain data, `from segment.labels import CLASS_NAMES`), are not checked. A
+`from utils import *` of a module of the project brings that module's own imports with it (`import torch`, `from
+torch import nn`), unless it sets `__all__`: the file then uses torch as if it imported it.
 
 What is a guard: only a condition whose truth implies an accelerator is available or in use guards its
 body; `if t.device != torch.device("cuda"):` runs its body when *not* on CUDA, and a constant

@@ -1011,7 +1011,8 @@ Not reported:
   on whatever object, counts; another line DEV001 reports, `torch.device("cpu" if opt.no_cuda else "cuda")`,
   stops nothing there);
 - `pickle.load`, `np.load`, `json.load`, `safetensors` loaders (they take a device of their own), a method
-  `.load(...)` of any other object, and files that never import torch.
+  `.load(...)` of any other object, and files that never import torch (torch brought by `from utils import *`
+  of a module of the project that imports it, and sets no `__all__`, counts as imported).
 '''
     doc_why = '''
 `torch.save` records, for each tensor, the device it was on; `torch.load` puts it back there. A checkpoint
