@@ -1035,19 +1035,15 @@ def _star_exported_imports(data: bytes) -> dict[str, str]:
     ``from torch import optim`` -> torch.optim. Absolute imports only (a relative one is the project's)."""
     import ast
 
+    from devlint import screen
+
     tree = _ast_of(data) if b"import" in data else None
     found: dict[str, str] = {}
     for node in tree.body if isinstance(tree, ast.Module) else []:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             return {}
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                bound = alias.asname or alias.name.split(".")[0]
-                found[bound] = alias.name if alias.asname else bound
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            for alias in node.names:
-                if alias.name != "*":
-                    found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update(screen.import_bindings(node))
     return {bound: target for bound, target in found.items() if not bound.startswith("_")}
 
 

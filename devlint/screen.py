@@ -96,6 +96,21 @@ def walk_with_parents(node: ast.AST) -> list[tuple[ast.AST, int]]:
     return out
 
 
+def import_bindings(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+    """(bound name, qualified name) of each name an absolute import binds: ``import torch`` -> torch,
+    ``import torch.nn as nn`` -> torch.nn, ``from torch import optim`` -> torch.optim (not ``*``, nor a relative
+    import: the project resolves those)."""
+    if isinstance(node, ast.Import):
+        out = []
+        for alias in node.names:
+            root = alias.name.split(".")[0]
+            out.append((alias.asname, alias.name) if alias.asname else (root, root))
+        return out
+    if node.level or node.module is None:
+        return []
+    return [(alias.asname or alias.name, f"{node.module}.{alias.name}") for alias in node.names if alias.name != "*"]
+
+
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []
@@ -458,10 +473,7 @@ class AstIndex:
 
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                bound = alias.asname or alias.name.split(".")[0]
-                self.aliases.setdefault(bound, set()).add(alias.name if alias.asname else bound)
-                self.imported_modules.add(alias.name)
+            self.imported_modules.update(alias.name for alias in node.names)
         elif node.level:
             for alias in node.names:
                 if alias.name != "*":
@@ -470,9 +482,8 @@ class AstIndex:
                     self._relative[bound] = (node.level, node.module or "", alias.name)
         elif node.module is not None:
             self.imported_modules.add(node.module)
-            for alias in node.names:
-                if alias.name != "*":
-                    self.aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        for bound, target in import_bindings(node):
+            self.aliases.setdefault(bound, set()).add(target)
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             self._star_import(node)
 

@@ -713,10 +713,11 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
     option = command_line_option(call) if isinstance(call, cst.Call) else None
     if option is None:
         return False
+    # args.device: not torch.device, nor an object's own attribute (self.device)
     reads = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == option.dest and isinstance(a.value, cst.Name)
-             and a.value.value not in ("self", "cls") and ctx.qualname(a) is None]  # args.device, not torch.device
-    # nor an object's own attribute (self.device)
+             and a.value.value not in ("self", "cls") and ctx.qualname(a) is None]
     guard = guards(ctx)
+
     def harmless(read: cst.Attribute) -> bool:
         if _past_cuda_fallback(ctx, read) or _replaced_without_cuda(ctx, read) or _replaced_before(ctx, read):
             return True
@@ -735,7 +736,7 @@ def _built_into_unused_device(ctx: Context, read: cst.BaseExpression) -> bool:
     arg = ctx.parent(read)
     call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
     return isinstance(call, cst.Call) and ctx.qualname(call.func) == "torch.device" \
-        and isinstance(ctx.parent(call), cst.Assign) and _read_only_where_guarded(ctx, call)
+        and _built_device_read_only_where_guarded(ctx, read)
 
 
 def _replaced_before(ctx: Context, read: cst.Attribute) -> bool:

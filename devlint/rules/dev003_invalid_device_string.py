@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -16,6 +15,7 @@ from devlint.diagnostics import Applicability, Evidence, Finding, Fix, FixAvaila
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, replace_token
 from devlint.screen import AstIndex
+from devlint.templates import Hole, template
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -153,119 +153,10 @@ def _names(target: cst.CSTNode) -> set[str]:
     return set()
 
 
-@dataclass(frozen=True)
-class _Hole:
-    """A part of a built string that is only known at run time (``expr``: the value formatted there, when
-    it is formatted as it is; None when a conversion or an index makes it unknown)."""
-
-    expr: cst.BaseExpression | None
-
-
-_PRINTF = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
-
-
-def _template(node: cst.CSTNode) -> list[str | _Hole] | None:
-    """The literal parts and placeholders of a string built by an f-string, ``"...".format(...)``,
-    ``"..." % (...)`` or a chain of ``+`` (None: not one of these, or a template Python would reject)."""
-    if isinstance(node, cst.FormattedString):
-        return _fstring_template(node)
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
-        text = string_value(node.func.value)
-        if text is None or any(a.star for a in node.args):
-            return None
-        return _format_template(text, [a.value for a in node.args if a.keyword is None],
-                                {a.keyword.value: a.value for a in node.args if a.keyword is not None})
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-        text = string_value(node.left)
-        return _printf_template(text, node.right) if text is not None else None
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-        operands: list[cst.BaseExpression] = []
-        expr: cst.BaseExpression = node
-        while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and not expr.lpar:
-            operands.append(expr.right)
-            expr = expr.left
-        operands.append(expr)
-        parts: list[str | _Hole] = []
-        for operand in reversed(operands):
-            value = string_value(operand)
-            parts.append(value if value is not None else _Hole(operand))
-        return parts
-    return None
-
-
-def _fstring_template(node: cst.FormattedString) -> list[str | _Hole] | None:
-    if "b" in node.prefix.lower() or "r" in node.prefix.lower():
-        return None
-    out: list[str | _Hole] = []
-    for part in node.parts:
-        if isinstance(part, cst.FormattedStringText):
-            if "\\" in part.value:
-                return None
-            out.append(part.value.replace("{{", "{").replace("}}", "}"))
-        elif isinstance(part, cst.FormattedStringExpression):
-            plain = part.format_spec is None and part.conversion in (None, "s", "r")
-            out.append(_Hole(part.expression if plain else None))
-        else:
-            return None
-    return out
-
-
-def _format_template(text: str, args: list[cst.BaseExpression],
-                     keywords: dict[str, cst.BaseExpression]) -> list[str | _Hole] | None:
-    out: list[str | _Hole] = []
-    auto = 0
-    try:
-        fields = list(string.Formatter().parse(text))
-    except ValueError:
-        return None
-    for literal, field, spec, conversion in fields:
-        out.append(literal)
-        if field is None:
-            continue
-        value: cst.BaseExpression | None = None
-        if field == "":
-            value = args[auto] if auto < len(args) else None
-            auto += 1
-        elif field.isdigit():
-            value = args[int(field)] if int(field) < len(args) else None
-        elif field.isidentifier():
-            value = keywords.get(field)
-        plain = not spec and conversion in (None, "s", "r")
-        out.append(_Hole(value if plain else None))
-    return out
-
-
-def _printf_template(text: str, right: cst.BaseExpression) -> list[str | _Hole] | None:
-    values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
-    if any(isinstance(v, cst.StarredElement) for v in values):
-        return None
-    out: list[str | _Hole] = []
-    pos = 0
-    slot = 0
-    for match in _PRINTF.finditer(text):
-        if "%" in text[pos:match.start()]:
-            return None  # a % that is no conversion: Python raises, not torch
-        out.append(text[pos:match.start()])
-        pos = match.end()
-        if match.group(4) == "%":
-            out.append("%")
-            continue
-        value = None
-        if match.group(1) is None and match.group(2) != "*" and match.group(3) != "*" \
-                and isinstance(right, cst.Tuple) and slot < len(values):
-            value = values[slot] if match.group(4) in "sr" and not match.group(2) else None
-        slot += 1
-        out.append(_Hole(value))
-    if "%" in text[pos:]:
-        return None
-    out.append(text[pos:])
-    return out
-
-
 _HEAD = re.compile(r"([A-Za-z_]+):")
 
 
-def _template_flaw(ctx: Context, parts: list[str | _Hole]) -> tuple[str, str] | None:
+def _template_flaw(ctx: Context, parts: list[str | Hole]) -> tuple[str, str] | None:
     """Why the string these parts build is invalid whatever the placeholders hold, and a string they
     may build (for the probe), or None. It must start with ``<device type>:`` in its literal head, so the
     rest is the index, which torch reads as decimal digits only: a literal character that is no digit
@@ -278,7 +169,7 @@ def _template_flaw(ctx: Context, parts: list[str | _Hole]) -> tuple[str, str] | 
     if match is None or match.group(1) not in devices.DEVICE_TYPES:
         return None
     kind = match.group(1)
-    rest: list[str | _Hole] = [head[match.end():], *parts[1:]]
+    rest: list[str | Hole] = [head[match.end():], *parts[1:]]
     flaw = None
     for part in rest:
         if isinstance(part, str):
@@ -297,7 +188,7 @@ def _template_flaw(ctx: Context, parts: list[str | _Hole]) -> tuple[str, str] | 
     return flaw, example if not devices.is_valid(example) else "cuda:1,2"
 
 
-def _space_fix(ctx: Context, node: cst.CSTNode, parts: list[str | _Hole]) -> tuple[Fix | None, str | None]:
+def _space_fix(ctx: Context, node: cst.CSTNode, parts: list[str | Hole]) -> tuple[Fix | None, str | None]:
     """Remove the spaces right after ``"<type>:"`` in the template's literal head (``'cuda: {}'`` ->
     ``'cuda:{}'``), when nothing else in the template is wrong; and the probe's example of the fixed string."""
     head = parts[0]
@@ -648,7 +539,7 @@ parse gets its own E999 and the other cells are still checked.
                    if isinstance(c.func, cst.Attribute) and c.func.attr.value == "format")
         for node in (*ctx.nodes(cst.FormattedString), *ctx.nodes(cst.BinaryOperation), *formats):
             shape = _built_device(ctx, node) if not isinstance(node, cst.Call) else None
-            parts = _template(node) if shape is None else None
+            parts = template(node) if shape is None else None
             flaw = _template_flaw(ctx, parts) if parts is not None else None
             if shape is None and flaw is None:
                 continue

@@ -20,6 +20,7 @@ from devlint.rules.base import Invalid, Rule, Valid, insert_after, replace_token
 from devlint.rules.fixes import preferred_quote, quote_at
 from devlint.screen import AstIndex, Scope, dotted
 from devlint.screen import walk as screen_walk
+from devlint.templates import template
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -378,14 +379,12 @@ def _path_template(expr: cst.BaseExpression) -> str | None:
     and ``f"{e}.pkl"`` both give ``"{}.pkl"``; None for any other path. A save and a load of the same pattern in
     one run write and read the run's own files (pyGAT saves each epoch's weights, then loads the best one)."""
     expr = _unwrap_path(expr)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format" \
-            and isinstance(expr.func.value, cst.SimpleString):
-        text = string_value(expr.func.value)
-        return re.sub(r"\{[^{}]*\}", "{}", text) if text is not None and "{" in text else None
-    if isinstance(expr, cst.FormattedString):
-        parts = [part.value if isinstance(part, cst.FormattedStringText) else "{}" for part in expr.parts]
-        return "".join(parts) if any(p == "{}" for p in parts) else None
-    return None
+    formatted = isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+        and expr.func.attr.value == "format" and isinstance(expr.func.value, cst.SimpleString)
+    parts = template(expr) if formatted or isinstance(expr, cst.FormattedString) else None
+    if parts is None or all(isinstance(part, str) for part in parts):
+        return None
+    return "".join(part if isinstance(part, str) else "{}" for part in parts)
 
 
 def _unwrap_path(expr: cst.BaseExpression) -> cst.BaseExpression:
