@@ -7,10 +7,15 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from devlint.context import string_value
+from devlint.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import libcst as cst
+else:
+    cst = LazyModule("libcst", globals(), "cst")  # a run answered from the cache never imports LibCST
 
 
 @dataclass(frozen=True)
