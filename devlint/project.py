@@ -448,8 +448,8 @@ class Project:
         for _hop in range(_IMPORT_HOPS):  # the file's imports, then what the project's modules among them import
             following: list[tuple[str, str]] = []
             for marked, importer in frontier:
-                if marked.startswith("|"):  # one of these is imported: CUDA-only when each is (not walked on)
-                    if all(self._cuda_only_module(alt, importer) for alt in marked[1:].split("|")):
+                if marked.startswith("|"):  # one of these is imported: CUDA-only when each is, or what it imports
+                    if all(self._cuda_only_alternative(alt, importer) for alt in marked[1:].split("|")):
                         return True
                     continue
                 module, path = self._import_target(marked, importer)
@@ -467,6 +467,24 @@ class Project:
             frontier = following
         return any(self._cuda_only_module(module, importer) for module, importer in frontier
                    if not module.startswith(("?", "|")))
+
+    def _cuda_only_alternative(self, alternative: str, importer: str) -> bool:
+        """Is one alternative of a ``try`` / ``except ImportError`` import CUDA-only: the module itself, or a
+        file of the project that imports a CUDA-only one at its top (one hop: pytorch-pwc's ``from .correlation
+        import correlation``, else ``import correlation``, whose file imports CuPy)? ``a&?a.b``: the module of
+        ``from a import b`` and, when it is a module of the project, ``a.b``."""
+        for piece in alternative.split("&"):
+            module, path = self._import_target(piece, importer)
+            if not module:
+                continue
+            if self._cuda_only_module(module, importer, path):
+                return True
+            if path is not None:
+                self.consulted.add(path)
+                if any(self._cuda_only_module(m, path) for m in self._top_imports(path)
+                       if not m.startswith(("?", "|"))):
+                    return True
+        return False
 
     def _parent_packages(self, module: str, importer: str, path: str) -> list[str]:
         """The packages of the project that importing ``module`` (absolute, its file ``path``) imports first:
@@ -804,8 +822,8 @@ def _alternatives(body: list[ast.stmt]) -> list[str]:
         for stmt in stmts:
             if isinstance(stmt, ast.Import):
                 found.extend(alias.name for alias in stmt.names)
-            elif isinstance(stmt, ast.ImportFrom):
-                found.extend(m for m in _imported_modules(stmt) if not m.startswith("?"))
+            elif isinstance(stmt, ast.ImportFrom):  # `from a import b`: a, and a.b where that is a module
+                found.append("&".join(_imported_modules(stmt)[:2]))
         return found
 
     groups = []
