@@ -200,10 +200,13 @@ def parameter_used_as_device(ctx: Context, param: cst.Param, uses: DeviceUses | 
     params = ctx.parent(param)  # Param -> Parameters -> FunctionDef / Lambda
     func = ctx.parent(params) if params is not None else None
     name = param.name.value
+    default = string_value(param.default) if param.default is not None else None
     uses = uses if uses is not None else device_uses(ctx)
     for node in ctx.nodes(cst.Name):
         if node.value != name or node is param.name or not any(a is func for a in ctx.ancestors(node)):
             continue
+        if default is not None and _ruled_out(ctx, node, func, default):
+            continue  # if device != "cuda": kwargs["device_map"] = {"": device} (never the default there)
         parent = ctx.parent(node)
         if isinstance(parent, (cst.Attribute, cst.Comparison, cst.ComparisonTarget, cst.Param)):
             continue  # x.device (another object's), device.type (a read), device == "cpu", the parameter itself
@@ -221,6 +224,38 @@ def parameter_used_as_device(ctx: Context, param: cst.Param, uses: DeviceUses | 
             continue
         return True  # assigned, returned, stored, formatted: it gets out of sight
     return False
+
+
+def _ruled_out(ctx: Context, node: cst.Name, func: cst.CSTNode | None, value: str) -> bool:
+    """Is ``node`` (a read of a parameter whose default is the string ``value``) where a condition says the
+    parameter is not ``value``: in the body of ``if device != "cuda":`` / ``if device not in ("cuda", ...):``,
+    or in the ``else`` of ``if device == "cuda":``? There the default never arrives."""
+    child: cst.CSTNode = node
+    for ancestor in ctx.ancestors(node):
+        if ancestor is func:
+            return False
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is not ancestor.test:
+            in_body = child is ancestor.body
+            if _compares_with(ancestor.test, node.value, value, ("!=", "not in") if in_body else ("==", "in")):
+                return True
+        child = ancestor
+    return False
+
+
+def _compares_with(test: cst.BaseExpression, name: str, value: str, operators: tuple[str, ...]) -> bool:
+    """Is ``test`` ``name <op> "value"`` (or, for ``in`` / ``not in``, a tuple, list or set holding it) with
+    ``<op>`` one of ``operators``?"""
+    if not (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == name
+            and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    op = {cst.NotEqual: "!=", cst.NotIn: "not in", cst.Equal: "==", cst.In: "in"}.get(type(target.operator))
+    if op not in operators:
+        return False
+    if op in ("!=", "=="):
+        return string_value(target.comparator) == value
+    return isinstance(target.comparator, (cst.Tuple, cst.List, cst.Set)) and any(
+        string_value(e.value) == value for e in target.comparator.elements)
 
 
 def _rebound_or_unread(ctx: Context, parent: cst.CSTNode | None) -> bool:
@@ -563,3 +598,68 @@ def _dotted_names(expr: cst.BaseExpression) -> set[str]:
     if isinstance(expr, cst.Comparison):
         return {dotted_name(expr.left) or "", *(dotted_name(c.comparator) or "" for c in expr.comparisons)}
     return set()
+
+
+# What asks whether an accelerator is there, and the devices a fallback names.
+AVAILABILITY_QUERIES = devices.AVAILABILITY_CALLS | {"torch.accelerator.current_accelerator"}
+OTHER_DEVICES = ("cpu", "mps")
+
+
+def chooses_device_with_fallback(ctx: Context, func: cst.FunctionDef) -> bool:
+    """Does ``func`` ask whether an accelerator is there, name "cpu" or "mps", and return a value?"""
+    nodes = list(walk(func.body))
+    return (any(isinstance(n, cst.Call) and asks_availability(ctx, n) for n in nodes)
+            and any(isinstance(n, cst.SimpleString) and string_value(n) in OTHER_DEVICES for n in nodes)
+            and any(isinstance(n, cst.Return) and n.value is not None for n in nodes))
+
+
+def asks_availability(ctx: Context, call: cst.Call) -> bool:
+    """``torch.cuda.is_available()`` and the like anywhere; ``torch.cuda.device_count()`` as a test or
+    compared with 0 (``> 0``, ``== 0``, ``>= 1``), not as a number of GPUs (``n * device_count()``,
+    ``device_count() > 1``)."""
+    name = ctx.qualname(call.func)
+    if name not in AVAILABILITY_QUERIES or _only_reported(ctx, call):
+        return False
+    if not name.endswith("_count"):
+        return True
+    parent = ctx.parent(call)
+    if isinstance(parent, (cst.If, cst.IfExp, cst.While, cst.Assert, cst.BooleanOperation, cst.UnaryOperation)):
+        return True
+    if isinstance(parent, cst.Comparison) and len(parent.comparisons) == 1:
+        target = parent.comparisons[0]
+        other = target.comparator if parent.left is call else parent.left
+        number = int(other.value) if isinstance(other, cst.Integer) else None
+        op = target.operator
+        if parent.left is not call:  # 0 < n: read it as n > 0
+            op = {cst.LessThan: cst.GreaterThan(), cst.GreaterThan: cst.LessThan(), cst.LessThanEqual:
+                  cst.GreaterThanEqual(), cst.GreaterThanEqual: cst.LessThanEqual()}.get(type(op), op)
+        return number is not None and _zero_test(op, number)
+    return False
+
+
+_REPORTERS = frozenset({"print", "info", "debug", "warning", "warn", "log", "format", "write"})
+
+
+def _only_reported(ctx: Context, call: cst.Call) -> bool:
+    """Is the query's answer only printed or logged (``print('CUDA available: {}'.format(
+    torch.cuda.is_available()))``, ``logger.info(...)``, an f-string in one)? Such code chooses nothing."""
+    node: cst.CSTNode = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Call) and node is not anc.func:
+            func = anc.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "")
+            if called not in _REPORTERS:
+                return False
+            if called != "format":
+                return True
+        elif not isinstance(anc, (cst.Arg, cst.FormattedStringExpression, cst.FormattedString, cst.Attribute)):
+            return False  # a statement, an operator, an assignment: the answer is used
+        node = anc
+    return False
+
+
+def _zero_test(op: cst.BaseCompOp, number: int) -> bool:
+    """Does ``count <op> number`` tell none from some?"""
+    if isinstance(op, (cst.Equal, cst.NotEqual, cst.GreaterThan, cst.LessThanEqual)):
+        return number == 0
+    return isinstance(op, (cst.GreaterThanEqual, cst.LessThan)) and number == 1

@@ -18,7 +18,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import command_line_option, command_line_options, is_script
+from devlint.analysis import CommandLineOption, command_line_option, command_line_options, is_script
 from devlint.context import Context, decorator_target, dotted_name, own_method, string_value, walk
 from devlint.lazy import LazyModule
 from devlint.project import (
@@ -1267,8 +1267,13 @@ class Guards:
         comprehension) guard its part ``child``? None when ``anc`` is none of those."""
         if isinstance(anc, (cst.If, cst.While)) and child is not anc.test:
             if child is anc.body:
-                return self.polarity(anc.test) is Polarity.AVAILABLE or self._off_flag(anc.test)
-            return self._implies_unavailable(anc.test)  # the else of `if not cuda_ok:`
+                return self.polarity(anc.test) is Polarity.AVAILABLE or self._off_flag(anc.test) \
+                    or self._never_true(anc.test)
+            # the else of `if not cuda_ok:`, of `if args.cpu:` where --cpu is always on
+            return self._implies_unavailable(anc.test) or (isinstance(anc, cst.If) and self._always_on(anc.test))
+        if isinstance(anc, cst.IfExp) and child is not anc.test and (
+                self._never_true(anc.test) if child is anc.body else self._always_on(anc.test)):
+            return True  # "cpu" if args.cpu else "cuda" where --cpu is always on
         if isinstance(anc, cst.IfExp) and child is not anc.test:
             found = self.polarity(anc.test) if child is anc.body else (
                 Polarity.AVAILABLE if self._implies_unavailable(anc.test) else self.falsity(anc.test))
@@ -1284,6 +1289,33 @@ class Guards:
         if isinstance(anc, cst.For) and child is anc.body:
             return self._empty_without_cuda(anc.iter)  # for i in range(torch.cuda.device_count()):
         return None
+
+    def _never_true(self, test: cst.BaseExpression) -> bool:
+        """``not args.cpu`` where ``args.cpu`` is always on (:meth:`_always_on`)."""
+        return isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+            and self._always_on(test.expression)
+
+    def _always_on(self, expr: cst.BaseExpression, depth: int = 1) -> bool:
+        """Is ``expr`` true on every run as shipped: ``args.cpu`` of an option the file declares
+        ``action="store_true", default=True`` (argparse has no way to turn it off: RetinaFace's
+        convert_to_onnx.py, AdaBins' ``--distributed``) and never assigns, or a parameter of the enclosing
+        function that it never rebinds and for which every call in the project passes such a value
+        (``load_model(net, path, args.cpu)``)?"""
+        ctx = self.ctx
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            option = ctx.shared("guards.options", command_line_options).get(expr.attr.value)
+            return option is not None and _stuck_on(option) and not any(
+                isinstance(t.target, cst.Attribute) and t.target.attr.value == option.dest
+                for t in ctx.nodes(cst.AssignTarget))
+        func = ctx.enclosing_function(expr)
+        if not isinstance(expr, cst.Name) or depth <= 0 or func is None:
+            return False
+        param = next((p for p in (*func.params.params, *func.params.kwonly_params) if p.name.value == expr.value), None)
+        if param is None or any(isinstance(ctx.parent(n), cst.AssignTarget) and n.value == expr.value
+                                for n in walk(func.body) if isinstance(n, cst.Name)):
+            return False
+        values = passed_values(ctx, param)
+        return bool(values) and all(guards(site)._always_on(value, depth - 1) for site, value in values or [])
 
     def _off_flag(self, test: cst.BaseExpression) -> bool:
         """Is ``test`` a name that a script binds only to ``False``, at its top level (LPIPS's ``use_gpu = False  #
@@ -1757,6 +1789,12 @@ def imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:
     dots = "." * len(stmt.relative)
     module = dotted_name(stmt.module) if stmt.module is not None else ""
     return [dots + (module or "")] if dots or module else []
+
+
+def _stuck_on(option: CommandLineOption) -> bool:
+    """``add_argument("--cpu", action="store_true", default=True)``: the flag is true whatever the command line."""
+    default = option.keywords.get("default")
+    return option.text("action") == "store_true" and isinstance(default, cst.Name) and default.value == "True"
 
 
 def gpu_accelerator(call: cst.Call) -> bool:

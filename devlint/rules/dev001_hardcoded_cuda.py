@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from devlint import devices
 from devlint.analysis import (
+    chooses_device_with_fallback,
     command_line_option,
     device_uses,
     is_cuda_call,
@@ -84,9 +85,12 @@ args.device == "cuda": device = torch.device("cuda")`; `self.device` is no read 
 "cpu")`, or assigned to a name the next statement replaces without CUDA, `device = args.device` / `if not
 torch.cuda.is_available(): device = "cpu"`, or read after an earlier statement replaced it so, `if
 args.device == "cuda" and not torch.cuda.is_available(): args.device = "cpu"`, also an `elif` of a chain that
-tries mps first), a `"device"` config entry, a `device=` parameter default that the
+tries mps first, or replaced by a function of the project that falls back, `args.device =
+check_device(args.device)`), a `"device"` config entry, a `device=` parameter default that the
 function uses as a device or passes on and some call relies on: `device="cuda"` or
-`device=torch.device("cuda")`, not one only stored in a `self.device` that nothing reads: the class's own
+`device=torch.device("cuda")`, not one used so only where a condition rules the default out (LLaVA's `if
+device != "cuda": kwargs["device_map"] = {"": device}`, the `else` of `if device == "cuda":`), nor one
+only stored in a `self.device` that nothing reads: the class's own
 `self.device`, or `x.device` of an object elsewhere in the file, but not of a tensor, a name whose `.shape`,
 `.dtype`, `.view(...)` the same function reads), and `.cuda()` calls.
 
@@ -101,9 +105,12 @@ torch.cuda.FloatTensor):` (a tensor of a CUDA type lives on a GPU; also after `a
 torch.cuda.LongTensor)`), a helper defined in a function that never calls nor names it (DeepSDF's
 `empirical_stat`: it runs nowhere; not a function of a module's top level, which runners call by name),
 `if args.cuda:` where `args.cuda = not args.no_cuda and torch.cuda.is_available()` (a flag that turns the GPU
-off, `--no-cuda`, is a setting: `if not args.no_cuda:` alone guards nothing), `if use_gpu:` where a script (or a
-module no other file imports) binds `use_gpu` only to `False` at its top (LPIPS's `use_gpu = False  # Whether to use
-GPU`: the branch never runs as shipped; `USE_CUDA = True` guards nothing), a loop or comprehension over
+off, `--no-cuda`, is a setting: `if not args.no_cuda:` alone guards nothing), the `else` of `if args.cpu:` (and the
+body of `if not args.cpu:`) where the file declares `--cpu` with `action="store_true", default=True`, which no
+command line turns off (RetinaFace's convert_to_onnx.py; also through a parameter every call passes it to),
+`if use_gpu:` where a script (or a module no other file imports) binds `use_gpu` only to `False` at its top
+(LPIPS's `use_gpu = False  # Whether to use GPU`: the branch never runs as shipped; `USE_CUDA = True` guards
+nothing), a loop or comprehension over
 `range(torch.cuda.device_count())` (no iteration without a GPU) (also a device variable
 read only there or compared, directly or through names built from it: `DEVICE = "cuda"`, `CUDA_DEVICE =
 f"{DEVICE}:{DEVICE_ID}"`, `device = torch.device("cuda:0")` (building a device needs no CUDA: gsplat's tests)
@@ -721,6 +728,8 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
     def harmless(read: cst.Attribute) -> bool:
         if _past_cuda_fallback(ctx, read) or _replaced_without_cuda(ctx, read) or _replaced_before(ctx, read):
             return True
+        if _handed_to_chooser(ctx, read):
+            return True  # args.device = check_device(args.device): the helper falls back without CUDA
         parent = ctx.parent(read)
         if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)) and _selects_cuda(ctx, parent):
             return False  # `elif args.device == "cuda":` takes the CUDA path on the default (a guard it makes itself)
@@ -754,6 +763,8 @@ def _replaced_before(ctx: Context, read: cst.Attribute) -> bool:
             body = list(anc.body)
             at = next((i for i, stmt in enumerate(body) if stmt is child), 0)
             for stmt in body[:at]:
+                if _reassigned_by_chooser(ctx, stmt, written):
+                    return True
                 arm: cst.CSTNode | None = stmt
                 while isinstance(arm, cst.If):  # `if mps: ... elif not torch.cuda.is_available(): args.device = ...`
                     if _without_cuda(check, arm.test) and _assigns(ctx, arm.body, written):
@@ -763,6 +774,33 @@ def _replaced_before(ctx: Context, read: cst.Attribute) -> bool:
             return False
         child = anc
     return False
+
+
+def _handed_to_chooser(ctx: Context, read: cst.Attribute) -> bool:
+    """Is ``read`` (``args.device``) the argument of a call whose result replaces it, ``args.device =
+    check_device(args.device)``, to a function of the project that chooses a device with a fallback (it asks
+    whether CUDA is there, names "cpu" or "mps", and returns)?"""
+    arg = ctx.parent(read)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    assign = ctx.parent(call) if isinstance(call, cst.Call) else None
+    line = ctx.parent(assign) if isinstance(assign, cst.Assign) else None
+    return isinstance(line, cst.SimpleStatementLine) and _reassigned_by_chooser(ctx, line, ctx.code(read))
+
+
+def _reassigned_by_chooser(ctx: Context, stmt: cst.CSTNode, written: str) -> bool:
+    """Is ``stmt`` ``<written> = f(...)`` where ``f``, a function of the project, chooses a device with a
+    fallback (diffbir's ``args.device = check_device(args.device)``)?"""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    assign = stmt.body[0]
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.value, cst.Call)
+            and ctx.code(assign.targets[0].target) == written):
+        return False
+    found = callee(ctx, assign.value)
+    if found is None or not isinstance(found[1], cst.FunctionDef):
+        return False
+    helper_ctx, func = found
+    return helper_ctx.shared(f"analysis.chooser.{id(func)}", lambda c: chooses_device_with_fallback(c, func))
 
 
 def _without_cuda(check: Guards, test: cst.BaseExpression) -> bool:

@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import CommandLineOption, command_line_options, device_uses, is_script
+from devlint.analysis import (
+    AVAILABILITY_QUERIES,
+    OTHER_DEVICES,
+    CommandLineOption,
+    asks_availability,
+    chooses_device_with_fallback,
+    command_line_options,
+    device_uses,
+    is_script,
+)
 from devlint.context import Context, dotted_name, string_value, walk
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability, Position
 from devlint.guards import Polarity, ends_by_raising, guards, instance_method
@@ -430,7 +439,6 @@ def _catches_all(handler: cst.ExceptHandler) -> bool:
 # The calls that pick or name the process's GPU: in distributed code, the launched rank's GPU.
 _RANK_DEVICE_CALLS = frozenset({"torch.cuda.set_device", "torch.cuda.current_device"})
 # Calls that say whether an accelerator is there (a helper calling one is a device test).
-_QUERIES = devices.AVAILABILITY_CALLS | {"torch.accelerator.current_accelerator"}
 
 
 def _by_design(ctx: Context, call: cst.Call, name: str) -> bool:
@@ -466,7 +474,7 @@ def _query_helpers(ctx: Context) -> frozenset[str]:
     """The names of the file's functions and methods that ask whether an accelerator is there."""
     found = set()
     for call in ctx.nodes(cst.Call):
-        func = ctx.enclosing_function(call) if ctx.qualname(call.func) in _QUERIES else None
+        func = ctx.enclosing_function(call) if ctx.qualname(call.func) in AVAILABILITY_QUERIES else None
         if func is not None:
             found.add(func.name.value)
     return frozenset(found)
@@ -512,12 +520,12 @@ def device_agnostic(ctx: Context) -> bool:
 
 
 def _device_agnostic(ctx: Context) -> bool:
-    if any(_asks_availability(ctx, c) for c in ctx.nodes(cst.Call)):
+    if any(asks_availability(ctx, c) for c in ctx.nodes(cst.Call)):
         return True
     uses = device_uses(ctx)
     for literal in ctx.nodes(cst.SimpleString):
         value = string_value(literal)
-        if value is None or not devices.is_valid(value) or devices.parse_device(value).type not in _OTHER_DEVICES:
+        if value is None or not devices.is_valid(value) or devices.parse_device(value).type not in OTHER_DEVICES:
             continue
         parent = ctx.parent(literal)
         other = (parent.orelse if parent.body is literal else parent.body) if isinstance(parent, cst.IfExp) else None
@@ -549,15 +557,7 @@ def _device_from_fallback(ctx: Context, call: cst.Call) -> bool:
         return False
     helper_ctx, func = found
     return isinstance(func, cst.FunctionDef) and helper_ctx.shared(
-        f"dev006.chooser.{id(func)}", lambda c: _chooses_with_fallback(c, func))
-
-
-def _chooses_with_fallback(ctx: Context, func: cst.FunctionDef) -> bool:
-    """Does ``func`` ask whether an accelerator is there, name "cpu" or "mps", and return a value?"""
-    nodes = list(walk(func.body))
-    return (any(isinstance(n, cst.Call) and _asks_availability(ctx, n) for n in nodes)
-            and any(isinstance(n, cst.SimpleString) and string_value(n) in _OTHER_DEVICES for n in nodes)
-            and any(isinstance(n, cst.Return) and n.value is not None for n in nodes))
+        f"analysis.chooser.{id(func)}", lambda c: chooses_device_with_fallback(c, func))
 
 
 # A flag that says the run is on the CPU (the latent-diffusion template's `cpu = True` where no --gpus was given).
@@ -575,12 +575,12 @@ def _screen_agnostic(index: AstIndex) -> bool:
     availability query (however it is used), a string that holds "cpu" or "mps" anywhere (a literal of
     :func:`_device_agnostic`'s is one part of such a string: implicit concatenation joins parts in ``ast``), or
     any ``add_argument`` call (an option that makes the GPU optional)."""
-    if any(not index.qualnames(call.func).isdisjoint(_QUERIES) or (
+    if any(not index.qualnames(call.func).isdisjoint(AVAILABILITY_QUERIES) or (
             isinstance(call.func, ast.Attribute) and call.func.attr == devices.ARGPARSE_METHOD)
            for call in index.calls):
         return True
     return any((isinstance(node, ast.Constant) and isinstance(node.value, str)
-                and any(device in node.value for device in _OTHER_DEVICES))
+                and any(device in node.value for device in OTHER_DEVICES))
                or (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
                    and any((dotted(t) or "").rsplit(".", 1)[-1] in _CPU_FLAGS for t in node.targets))
                for node in ast_walk(index.tree))
@@ -645,61 +645,6 @@ def _screen_called_with_fallback(index: AstIndex, calls: list[ast.Call]) -> bool
                for n, c in wanted_names):
             return True
     return False
-
-
-def _asks_availability(ctx: Context, call: cst.Call) -> bool:
-    """``torch.cuda.is_available()`` and the like anywhere; ``torch.cuda.device_count()`` as a test or
-    compared with 0 (``> 0``, ``== 0``, ``>= 1``), not as a number of GPUs (``n * device_count()``,
-    ``device_count() > 1``)."""
-    name = ctx.qualname(call.func)
-    if name not in _QUERIES or _only_reported(ctx, call):
-        return False
-    if not name.endswith("_count"):
-        return True
-    parent = ctx.parent(call)
-    if isinstance(parent, (cst.If, cst.IfExp, cst.While, cst.Assert, cst.BooleanOperation, cst.UnaryOperation)):
-        return True
-    if isinstance(parent, cst.Comparison) and len(parent.comparisons) == 1:
-        target = parent.comparisons[0]
-        other = target.comparator if parent.left is call else parent.left
-        number = int(other.value) if isinstance(other, cst.Integer) else None
-        op = target.operator
-        if parent.left is not call:  # 0 < n: read it as n > 0
-            op = {cst.LessThan: cst.GreaterThan(), cst.GreaterThan: cst.LessThan(), cst.LessThanEqual:
-                  cst.GreaterThanEqual(), cst.GreaterThanEqual: cst.LessThanEqual()}.get(type(op), op)
-        return number is not None and _zero_test(op, number)
-    return False
-
-
-_REPORTERS = frozenset({"print", "info", "debug", "warning", "warn", "log", "format", "write"})
-
-
-def _only_reported(ctx: Context, call: cst.Call) -> bool:
-    """Is the query's answer only printed or logged (``print('CUDA available: {}'.format(
-    torch.cuda.is_available()))``, ``logger.info(...)``, an f-string in one)? Such code chooses nothing."""
-    node: cst.CSTNode = call
-    for anc in ctx.ancestors(call):
-        if isinstance(anc, cst.Call) and node is not anc.func:
-            func = anc.func
-            called = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "")
-            if called not in _REPORTERS:
-                return False
-            if called != "format":
-                return True
-        elif not isinstance(anc, (cst.Arg, cst.FormattedStringExpression, cst.FormattedString, cst.Attribute)):
-            return False  # a statement, an operator, an assignment: the answer is used
-        node = anc
-    return False
-
-
-def _zero_test(op: cst.BaseCompOp, number: int) -> bool:
-    """Does ``count <op> number`` tell none from some?"""
-    if isinstance(op, (cst.Equal, cst.NotEqual, cst.GreaterThan, cst.LessThanEqual)):
-        return number == 0
-    return isinstance(op, (cst.GreaterThanEqual, cst.LessThan)) and number == 1
-
-
-_OTHER_DEVICES = ("cpu", "mps")
 
 
 def _compared(ctx: Context, literal: cst.SimpleString) -> bool:
