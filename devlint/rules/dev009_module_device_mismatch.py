@@ -13,6 +13,7 @@ from devlint import devices
 from devlint.analysis import is_script, test_module
 from devlint.context import Context, children, dotted_name
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
+from devlint.guards import Polarity, guards
 from devlint.lazy import LazyModule
 from devlint.rules.base import Invalid, Rule, Valid, insert_after, node_end, node_start
 from devlint.rules.fixes import preferred_quote
@@ -151,7 +152,9 @@ buffer of the module, the output of a submodule with parameters (`nn.Linear`, `n
 `nn.LayerNorm`, ...), or a value computed from those.
 
 Not reported: a factory with `device=` (any value), `*_like(x)`, `x.new_zeros(...)`, anything that went
-through `.to(...)`, `.cuda()` or `.type_as(...)`; registered buffers and parameters; a 0-dim tensor
+through `.to(...)`, `.cuda()` or `.type_as(...)`; a factory on the path a device check takes without CUDA (the
+`else` of `if torch.cuda.is_available():` whose body moves the same tensor with `.cuda()`: the CPU half of a
+device choice); registered buffers and parameters; a 0-dim tensor
 (`torch.tensor(2.0)`, `torch.zeros(())`: torch takes a 0-dim CPU tensor as a scalar with a GPU tensor); a CPU
 tensor used as an index (`x[torch.arange(n)]`: torch moves CPU index tensors to the indexed tensor's device)
 or for its shape; an attribute assigned anywhere else than its one `__init__` statement, or in a class that
@@ -357,7 +360,7 @@ notebook's code and the Python files beside it. `--fix` rewrites only the change
         for info in classes:
             for combo in _combinations(ctx, info):
                 origin = combo.cpu.origin
-                if origin is None or id(origin) in seen:
+                if origin is None or id(origin) in seen or _on_cpu_path(ctx, origin):
                     continue
                 seen.add(id(origin))
                 yield self._finding(ctx, info, combo)
@@ -387,6 +390,23 @@ notebook's code and the Python files beside it. `--fix` rewrites only the change
                    f"create it with {advice}")
         fix = _device_fix(ctx, cpu.origin, combo)
         return self.finding(ctx, cpu.origin, message, fix, DeviceMismatchEvidence("factory", cpu.factory, combo.op))
+
+
+def _on_cpu_path(ctx: Context, node: cst.CSTNode) -> bool:
+    """Is ``node`` on the path a device check takes without CUDA, the ``else`` of ``if torch.cuda.is_available():``
+    (or the body of ``if not torch.cuda.is_available():``)? There the code makes its tensors for the CPU on
+    purpose, the CPU half of a device choice whose other half moves them (RetinaNet's focal loss)."""
+    check = guards(ctx)
+    child: cst.CSTNode = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef):
+            return False
+        if isinstance(ancestor, cst.If) and child is not ancestor.test:
+            wanted = Polarity.UNAVAILABLE if child is ancestor.body else Polarity.AVAILABLE
+            if check.polarity(ancestor.test) is wanted:
+                return True
+        child = ancestor
+    return False
 
 
 def _short(code: str) -> str | None:
