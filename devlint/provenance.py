@@ -18,7 +18,7 @@ from devlint.bindings import Binding, bindings
 from devlint.context import Context, children, dotted_name, own_method, string_value
 from devlint.guards import Polarity, guards
 from devlint.lazy import LazyModule
-from devlint.project import callee, resolve_definition
+from devlint.project import call_sites, callee, resolve_definition
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -355,21 +355,24 @@ class Provenance:
         proof from none (other calls may pass anything). Calls in other files are not followed."""
         ctx = self.ctx
         name = func.name.value
-        sites = [c for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").rpartition(".")[2] == name]
-        sites = [c for c in sites if (target := callee(ctx, c, _no_other_file)) is not None and target[1] is func]
+        own = [c for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").rpartition(".")[2] == name]
+        own = [c for c in own if (target := callee(ctx, c, _no_other_file)) is not None and target[1] is func]
+        sites: list[tuple[Provenance, cst.Call]] = [(self, c) for c in own]
+        if not sites and ctx.project is not None and ctx.parent(func) is ctx.module:
+            sites = self._calls_elsewhere(func)
         if not sites or len(sites) > _MAX_SITES:
             return None
         index = next((i for i, p in enumerate(positional) if p is param), None)
         bound = isinstance(self.ctx.parent(self.ctx.parent(func)), cst.ClassDef) and not any(
             (dotted_name(d.decorator) or "") == "staticmethod" for d in func.decorators)
         found: list[Val] = []
-        for call in sites:
-            caller = ctx.enclosing_function(call)
+        for site, call in sites:
+            caller = site.ctx.enclosing_function(call)
             if caller is func:
                 continue
             if caller is not None:
-                self._ensure(caller)
-            args = self.call_args.get(call)
+                site._ensure(caller)
+            args = site.call_args.get(call)
             position = _argument_index(call, param.name.value, index, bound and isinstance(call.func, cst.Attribute))
             value = args[position] if args is not None and position is not None else None
             if value is not None:
@@ -379,6 +382,20 @@ class Provenance:
         if not gpu and not grad:
             return None
         return Val("tensor", grad, gpu)  # not proven a torch tensor: another call may pass something else
+
+    def _calls_elsewhere(self, func: cst.FunctionDef) -> list[tuple[Provenance, cst.Call]]:
+        """The calls of ``func`` (a function of the module's top level that its own file never calls) in the
+        project's other files, each with that file's interpreter (OpenSora's eval.py moves the videos to the
+        device, then hands them to ``calculate_psnr`` of cal_psnr.py). None of a file whose interpreter is
+        being built (imports may cycle)."""
+        found: list[tuple[Provenance, cst.Call]] = []
+        for site_ctx, call in call_sites(self.ctx, func) or []:
+            if site_ctx is self.ctx or id(site_ctx) in _BUILDING:
+                continue
+            found.append((provenance(site_ctx), call))
+            if len(found) > _MAX_SITES:
+                break
+        return found
 
     # --- classes -------------------------------------------------------------------------
     def _module_classes(self) -> set[str]:

@@ -218,6 +218,18 @@ def _settled(receiver: ast.AST, no_grad: bool = False) -> bool:
     return True
 
 
+def _root_name(expr: ast.AST) -> str | None:
+    """The name a value is a part of, through indexing, attributes and method calls (``videos[i].float()``:
+    ``videos``); None for anything else (a function's result, a literal)."""
+    while True:
+        if isinstance(expr, (ast.Subscript, ast.Attribute)):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        else:
+            return expr.id if isinstance(expr, ast.Name) else None
+
+
 def _forced(call: ast.Call) -> bool:
     """``.numpy(force=True)``: torch detaches and copies to the CPU itself."""
     return any(k.arg == "force" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords)
@@ -779,7 +791,7 @@ class AstIndex:
             # grad) in another method of the class; and a ``.numpy()`` receiver that such a value may reach
             if (module_values or self._holds_values(scope)) and self._numpy_reached(scope):
                 return True
-        return self._numpy_helper_called_with_evidence(with_numpy)
+        return self._numpy_helper_called_with_evidence(with_numpy) or self._numpy_on_parameters(with_numpy)
 
     # --- where values flow (an over-approximation of provenance.py, per scope) ----------------------------
     MAX_BINDS = 2000  # a scope with more bindings than this: every receiver may be reached
@@ -983,6 +995,33 @@ class AstIndex:
                     if self._holds_values(scope):
                         return True
                     break
+        return False
+
+    def _numpy_on_parameters(self, with_numpy: list[Scope]) -> bool:
+        """A function of the module's top level that its own file never calls, whose ``.numpy()`` receiver a
+        parameter may reach: provenance.py follows the project's other files' calls into it (a metric helper,
+        ``calculate_psnr(videos1, videos2)``, called by an eval script that moved the videos to the device)."""
+        called = {dotted(call.func) for scope in (self.module_scope, *self.scopes) for call in scope.calls}
+        binds, _declared = self._binds()
+        for scope in with_numpy:
+            node = scope.node
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or scope.cls is not None \
+                    or self._parents.get(id(scope)) is not self.module_scope or node.name in called:
+                continue
+            receivers = self._open_numpy(scope)
+            mine = binds.get(id(scope), [])
+            if not receivers or len(mine) > self.MAX_BINDS:
+                continue
+            tainted = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+            changed = True
+            while changed:  # names bound from a part of a parameter: video = videos[i], for frame in video
+                changed = False
+                for roots, value in mine:
+                    if not roots <= tainted and _root_name(value) in tainted:
+                        tainted |= roots
+                        changed = True
+            if any(_root_name(receiver) in tainted for receiver in receivers):
+                return True
         return False
 
     def _holds_values(self, scope: Scope) -> bool:

@@ -797,10 +797,12 @@ def _reassigned_by_chooser(ctx: Context, stmt: cst.CSTNode, written: str) -> boo
             and ctx.code(assign.targets[0].target) == written):
         return False
     found = callee(ctx, assign.value)
-    if found is None or not isinstance(found[1], cst.FunctionDef):
+    if found is None:
         return False
-    helper_ctx, func = found
-    return helper_ctx.shared(f"analysis.chooser.{id(func)}", lambda c: chooses_device_with_fallback(c, func))
+    helper_ctx, chooser = found
+    if not isinstance(chooser, cst.FunctionDef):
+        return False
+    return helper_ctx.shared(f"analysis.chooser.{id(chooser)}", lambda c: chooses_device_with_fallback(c, chooser))
 
 
 def _without_cuda(check: Guards, test: cst.BaseExpression) -> bool:
