@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from devlint import devices
 from devlint.analysis import frozen_class, parameterless_class
 from devlint.bindings import Binding, bindings
-from devlint.context import Context, children, dotted_name, own_method, string_value
+from devlint.context import Context, children, dotted_name, own_method, string_value, walk
 from devlint.guards import Polarity, guards
 from devlint.lazy import LazyModule
 from devlint.project import call_sites, callee, resolve_definition
@@ -358,8 +358,8 @@ class Provenance:
         own = [c for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").rpartition(".")[2] == name]
         own = [c for c in own if (target := callee(ctx, c, _no_other_file)) is not None and target[1] is func]
         sites: list[tuple[Provenance, cst.Call]] = [(self, c) for c in own]
-        if not sites and ctx.project is not None and ctx.parent(func) is ctx.module:
-            sites = self._calls_elsewhere(func)
+        if ctx.project is not None and ctx.parent(func) is ctx.module and len(sites) <= _MAX_SITES:
+            sites += self._calls_elsewhere(func)
         if not sites or len(sites) > _MAX_SITES:
             return None
         index = next((i for i, p in enumerate(positional) if p is param), None)
@@ -384,10 +384,10 @@ class Provenance:
         return Val("tensor", grad, gpu)  # not proven a torch tensor: another call may pass something else
 
     def _calls_elsewhere(self, func: cst.FunctionDef) -> list[tuple[Provenance, cst.Call]]:
-        """The calls of ``func`` (a function of the module's top level that its own file never calls) in the
-        project's other files, each with that file's interpreter (OpenSora's eval.py moves the videos to the
-        device, then hands them to ``calculate_psnr`` of cal_psnr.py). None of a file whose interpreter is
-        being built (imports may cycle)."""
+        """The calls of ``func`` (a function of the module's top level) in the project's other files, each with
+        that file's interpreter (Open-Sora-Plan's eval.py moves the videos to the device, then hands them to
+        ``calculate_psnr`` of cal_psnr.py, whose own demo passes CPU tensors). None of a file whose interpreter
+        is being built (imports may cycle)."""
         found: list[tuple[Provenance, cst.Call]] = []
         for site_ctx, call in call_sites(self.ctx, func) or []:
             if site_ctx is self.ctx or id(site_ctx) in _BUILDING:
@@ -734,7 +734,8 @@ class Provenance:
                     return returned
             return self._method_call(call, func, args, kwargs, complete, env, no_grad)
         if isinstance(func, cst.Name) and env.get(func.value) is None:
-            returned = self._returned(call)
+            # x = trans(x): a helper that returns its argument reshaped keeps its device
+            returned = self._returned(call) or self._passed_through(call, args)
             if returned is not None:
                 return returned
         callee = self._eval(func, env, no_grad)
@@ -917,6 +918,29 @@ class Provenance:
         other._ensure(definition)
         return other.returns.get(definition)
 
+    def _passed_through(self, call: cst.Call, args: list[Val | None]) -> Val | None:
+        """What a function of the file returns when it returns only its one tensor argument, reshaped
+        (Open-Sora-Plan's ``def trans(x): x = x.permute(0, 2, 1, 3, 4); return x``): that argument's value, on its
+        device. Reshaping, indexing and other methods of the tensor keep the device."""
+        found = callee(self.ctx, call, _no_other_file)
+        if found is None or found[0] is not self.ctx or not isinstance(found[1], cst.FunctionDef):
+            return None
+        func = found[1]
+        params = [*func.params.posonly_params, *func.params.params]
+        if len(params) != 1 or func.params.kwonly_params or len(call.args) != 1 or call.args[0].star:
+            return None
+        name = params[0].name.value
+        body = list(walk(func.body))
+        returns = [n for n in body if isinstance(n, cst.Return)]
+        rebinds = [n for n in body if isinstance(n, cst.Assign)
+                   and any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets)]
+        if not returns or any(n.value is None or _root_name(n.value) != name for n in returns) \
+                or any(len(n.targets) != 1 or _root_name(n.value) != name for n in rebinds) \
+                or any(isinstance(n, (cst.FunctionDef, cst.Lambda, cst.AugAssign)) for n in body):
+            return None
+        value = args[0] if args else None
+        return value if value is not None and value.kind == "tensor" else None
+
     def _list_elements(self, call: cst.Call, env: Env, no_grad: bool) -> Iterator[Val | None]:
         for arg in call.args:
             if isinstance(arg.value, (cst.List, cst.Tuple)):
@@ -1042,6 +1066,9 @@ def _returns_indices(ctx: Context, source: cst.CSTNode | None) -> bool:
 _MAX_SITES = 8  # a helper called from more places than this: its parameters are not followed
 
 
+# Tensor methods that keep a tensor's device and grad: shapes, copies, casts
+_SHAPE_METHODS = frozenset({"view", "reshape", "permute", "transpose", "contiguous", "squeeze", "unsqueeze",
+                            "flatten", "clone", "float", "half", "double", "expand", "repeat", "flip"})
 # Tensor methods that keep a tensor's (absence of) grad whatever their arguments: shapes, copies, moves, casts
 _GRAD_KEEPING = frozenset({"view", "reshape", "permute", "transpose", "contiguous", "squeeze", "unsqueeze",
                            "flatten", "detach", "clone", "cpu", "cuda", "to", "float", "half", "double", "expand"})
@@ -1184,6 +1211,19 @@ def _keeps_quiet(expr: cst.BaseExpression, quiet: set[str]) -> bool:
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _GRAD_KEEPING:
         return _keeps_quiet(expr.func.value, quiet)
     return False
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """The name a value is a reshaped part of, through indexing and the methods that keep a tensor's device and
+    grad (``x.permute(...)[0]``: ``x``; not ``x.cpu()``, ``x.detach()``, ``x.data``); None for anything else."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value in _SHAPE_METHODS:
+            expr = expr.func.value
+        else:
+            return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _no_other_file(path: str, symbol: str) -> bool:

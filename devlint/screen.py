@@ -998,15 +998,14 @@ class AstIndex:
         return False
 
     def _numpy_on_parameters(self, with_numpy: list[Scope]) -> bool:
-        """A function of the module's top level that its own file never calls, whose ``.numpy()`` receiver a
-        parameter may reach: provenance.py follows the project's other files' calls into it (a metric helper,
-        ``calculate_psnr(videos1, videos2)``, called by an eval script that moved the videos to the device)."""
-        called = {dotted(call.func) for scope in (self.module_scope, *self.scopes) for call in scope.calls}
+        """A function of the module's top level whose ``.numpy()`` receiver is part of a parameter: provenance.py
+        follows the project's other files' calls into it (a metric helper, ``calculate_psnr(videos1, videos2)``,
+        called by an eval script that moved the videos to the device)."""
         binds, _declared = self._binds()
         for scope in with_numpy:
             node = scope.node
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or scope.cls is not None \
-                    or self._parents.get(id(scope)) is not self.module_scope or node.name in called:
+                    or self._parents.get(id(scope)) is not self.module_scope:
                 continue
             receivers = self._open_numpy(scope)
             mine = binds.get(id(scope), [])

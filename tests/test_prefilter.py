@@ -252,8 +252,8 @@ def test_byte_triggers(code, data, expected):
     ("out.to(torch.device('cuda'))", True),
 ])
 def test_dev002_screen_reads_to_as_provenance_does(move, expected):
-    # (f is called in its file: the calls of a helper no file of its own calls are looked for elsewhere)
-    source = f"import torch\ndef f(out, device, dev):\n    out = {move}\n    return out.numpy()\nf(None, 0, 0)\n"
+    # (a method: what other files pass a function of the module's top level lets that through on its own)
+    source = f"import torch\nclass A:\n    def f(self, out, device, dev):\n        out = {move}\n        return out.numpy()\n"
     assert _passes("DEV002", source) is expected
 
 
@@ -373,3 +373,17 @@ def test_dev006_screen_asks_the_scripts_calling_a_project_function(tmp_path, cal
 
         result = CliRunner().invoke(main, ["--no-cache", "--select", "DEV006", "-q", str(tmp_path)])
         assert result.output.replace(str(tmp_path) + os.sep, "").split(": DEV006")[0] == "engine.py:6:5"
+
+
+@pytest.mark.parametrize("body, expected", [
+    # a function of the module's top level: the project's other files may pass it a GPU tensor
+    ("def psnr(videos):\n    for i in range(videos.shape[0]):\n        img = videos[i]\n"
+     "        yield img.float().numpy()\n", True),
+    ("def show(frames):\n    for frame in frames:\n        print(frame.numpy())\n", True),
+    # the receiver is no part of a parameter: a function's result
+    ("def read(path):\n    t = torch.from_numpy(np.load(path))\n    return t.numpy()\n", False),
+    # a method: its calls are not looked for in other files
+    ("class Metric:\n    def psnr(self, videos):\n        return videos[0].numpy()\n", False),
+])
+def test_dev002_screen_lets_through_helpers_other_files_may_call(body, expected):
+    assert _passes("DEV002", "import numpy as np\nimport torch\n" + body) is expected

@@ -54,9 +54,10 @@ direct base class such as a `to_var()` mixin), attributes set in `__init__` and 
 (`self.model = Net().cuda()`), a module built in another method (`self.net = Net()` in `fit()`), what a
 module's other methods compute from a GPU input (`self.net.energy(z)`), what the file's calls pass to a helper
 of the file (`show(model(x))` makes `t.numpy()` in `def show(t)` a finding; unsafe fix, other callers may
-pass other objects) and, for a function of a module's top level that its own file never calls, what the calls in
-the project's other files pass (an eval script that moves its videos to the device before
-`calculate_psnr(real, fake)` of a metrics module), the tensors of a moved module's
+pass other objects) and, for a function of a module's top level, what the calls in the project's other files
+pass too (an eval script that moves its videos to the device before `calculate_psnr(real, fake)` of a metrics
+module; a helper of the file that only reshapes its one argument, `x = x.permute(...)`, returns it on its
+device), the tensors of a moved module's
 `state_dict()`, and per branch (`out = out.cpu() if use_cuda else out` is on the CPU either way). The
 no-accelerator branch of a device check (`else:` of `if device == "cuda":`, the code after
 `if x.is_cuda: return ...`, the body of `if self.device == _CPU_DEVICE:` where every assignment of the file binds
@@ -122,8 +123,8 @@ is not proven a torch tensor comes without a fix.
 '''
     doc_known_problems = '''
 A tensor passed in as a parameter of a function nothing in the linted tree calls is of unknown provenance and not
-reported, nor one that only its caller's inputs put on a GPU; the calls of a helper are read in its own file
-first, and in the project's other files only when its file never calls it. A library function its own code calls
+reported, nor one that only its caller's inputs put on a GPU; the calls of a method are read in its own file
+only, those of a function of a module's top level in the whole project. A library function its own code calls
 only under `torch.no_grad()` is not reported for grad, though its users may call it with grad on. A branch on
 `x.requires_grad` settles grad for `x` (the branch where it is false needs no `.detach()`), but a `.numpy()`
 guarded by a runtime check of `is_cuda` is reported when the evidence says it may need `.cpu()`.
