@@ -1348,9 +1348,9 @@ class Guards:
     def _never_runs(self, func: cst.FunctionDef) -> bool:
         """Is ``func`` a helper that nothing can call: a function defined in a function whose name that function
         never reads (DeepSDF's ``empirical_stat``, its one use commented out)? Not a decorated function (a
-        decorator may register it), nor a function of a module's top level, even of a script no file imports and
-        that never names it: runners call those by name (``fire.Fire()``, ``nose.runmodule()``, ``torch.hub``'s
-        ``hubconf.py``)."""
+        decorator may register it); of a module's top level, only a private one (``_encode``) that nothing in the
+        project names: runners call public functions by name, even of a script no file imports and that never
+        names them (``fire.Fire()``, ``nose.runmodule()``, ``torch.hub``'s ``hubconf.py``)."""
         held = self._dead.get(id(func))
         if held is None:  # kept: every guard question about a line of the function asks it again
             held = self._dead[id(func)] = not func.decorators and self._unnamed(func)
@@ -1359,9 +1359,17 @@ class Guards:
     def _unnamed(self, func: cst.FunctionDef) -> bool:
         parent = self.ctx.parent(func)
         owner = self.ctx.parent(parent) if isinstance(parent, cst.IndentedBlock) else None
+        name = func.name.value
+        if parent is self.ctx.module and _private(name) and os.path.basename(self.ctx.path) != "__init__.py":
+            # a private function of a module's top level (lufficc's SSD `_encode`): runners call public names, and
+            # nothing in the file or the project names this one (not of a package's __init__.py: its private
+            # names are the package's attributes, torch.cuda._compile_kernel, which tests outside the tree call)
+            project = self.ctx.project
+            return not any(isinstance(n, cst.Name) and n.value == name and n is not func.name
+                           for n in self.ctx.nodes(cst.Name)) and name not in self._strings_named() \
+                and not (project is not None and project.mentioned_elsewhere(name, os.path.abspath(self.ctx.path)))
         if not isinstance(owner, cst.FunctionDef):
             return False
-        name = func.name.value
         return not any(isinstance(n, cst.Name) and n.value == name and n is not func.name for n in walk(owner)) \
             and name not in self._strings_named()
 
@@ -1397,12 +1405,34 @@ class Guards:
         return False
 
     def _empty_without_cuda(self, iterable: cst.BaseExpression) -> bool:
-        """Is ``iterable`` ``range(n)`` whose ``n`` is nonzero only with CUDA (``range(torch.cuda.device_count())``:
-        empty without a GPU)? A loop or comprehension over it runs its body only where CUDA is."""
-        return isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
-            and iterable.func.value == "range" and self.ctx.qualname(iterable.func) is None \
-            and len(iterable.args) == 1 and iterable.args[0].keyword is None and not iterable.args[0].star \
-            and self.polarity(iterable.args[0].value) is Polarity.AVAILABLE
+        """Is ``iterable`` empty without a GPU: ``range(n)`` whose ``n`` is nonzero only with CUDA
+        (``range(torch.cuda.device_count())``), a DataParallel's ``self.device_ids`` (or a slice of it), or a
+        ``zip`` / ``enumerate`` of one? A loop or comprehension over it runs its body only where CUDA is."""
+        if isinstance(iterable, cst.Subscript):
+            return self._empty_without_cuda(iterable.value)
+        if self._data_parallel_devices(iterable):
+            return True
+        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)
+                and self.ctx.qualname(iterable.func) is None and iterable.args
+                and not any(a.star or a.keyword is not None for a in iterable.args)):
+            return False
+        name, args = iterable.func.value, [a.value for a in iterable.args]
+        if name == "zip":  # as short as its shortest argument
+            return any(self._empty_without_cuda(a) for a in args)
+        if name in ("enumerate", "list", "tuple", "sorted", "reversed"):
+            return self._empty_without_cuda(args[0])
+        return name == "range" and len(args) == 1 and self.polarity(args[0]) is Polarity.AVAILABLE
+
+    def _data_parallel_devices(self, expr: cst.BaseExpression) -> bool:
+        """``self.device_ids`` in a subclass of ``nn.DataParallel``: DataParallel sets it to ``[]`` where there is no
+        CUDA, whatever it was given (checked on torch 2.13.0+cpu: ``DataParallel(m, device_ids=[0, 1]).device_ids
+        == []``)."""
+        if not (isinstance(expr, cst.Attribute) and expr.attr.value == "device_ids" and isinstance(expr.value, cst.Name)
+                and expr.value.value == "self"):
+            return False
+        cls = next((a for a in self.ctx.ancestors(expr) if isinstance(a, cst.ClassDef)), None)
+        return cls is not None and any((self.ctx.qualname(b.value) or dotted_name(b.value) or "").split(".")[-1]
+                                       == "DataParallel" for b in cls.bases)
 
     def _marked_case(self, call: cst.Call, child: cst.CSTNode) -> bool:
         """Is ``child`` a value of ``pytest.param(torch.device("cuda"), marks=RunIf(min_cuda_gpus=1))``, a test
@@ -1789,6 +1819,11 @@ def imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:
     dots = "." * len(stmt.relative)
     module = dotted_name(stmt.module) if stmt.module is not None else ""
     return [dots + (module or "")] if dots or module else []
+
+
+def _private(name: str) -> bool:
+    """``_encode``, not ``__init__`` nor ``__getattr__``."""
+    return name.startswith("_") and not name.startswith("__")
 
 
 def _stuck_on(option: CommandLineOption) -> bool:

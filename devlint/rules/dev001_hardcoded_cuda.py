@@ -103,7 +103,9 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, `if isinstance(x.data,
 torch.cuda.FloatTensor):` (a tensor of a CUDA type lives on a GPU; also after `assert isinstance(x,
 torch.cuda.LongTensor)`), a helper defined in a function that never calls nor names it (DeepSDF's
-`empirical_stat`: it runs nowhere; not a function of a module's top level, which runners call by name),
+`empirical_stat`: it runs nowhere) or a private function of a module's top level that nothing in the project
+names (`_encode`; a public one may be called by name, by a runner or another project, and a private one of a
+package's `__init__.py` is an attribute of the package, `torch.cuda._compile_kernel`),
 `if args.cuda:` where `args.cuda = not args.no_cuda and torch.cuda.is_available()` (a flag that turns the GPU
 off, `--no-cuda`, is a setting: `if not args.no_cuda:` alone guards nothing), the `else` of `if args.cpu:` (and the
 body of `if not args.cpu:`) where the file declares `--cpu` with `action="store_true", default=True`, which no
@@ -111,7 +113,8 @@ command line turns off (RetinaFace's convert_to_onnx.py; also through a paramete
 `if use_gpu:` where a script (or a module no other file imports) binds `use_gpu` only to `False` at its top
 (LPIPS's `use_gpu = False  # Whether to use GPU`: the branch never runs as shipped; `USE_CUDA = True` guards
 nothing), a loop or comprehension over
-`range(torch.cuda.device_count())` (no iteration without a GPU) (also a device variable
+`range(torch.cuda.device_count())` or a DataParallel's `self.device_ids` (also zipped or sliced: DataParallel
+sets it to `[]` without CUDA) (no iteration without a GPU) (also a device variable
 read only there or compared, directly or through names built from it: `DEVICE = "cuda"`, `CUDA_DEVICE =
 f"{DEVICE}:{DEVICE_ID}"`, `device = torch.device("cuda:0")` (building a device needs no CUDA: gsplat's tests)
 used only under such a check or in tests skipped without CUDA, or handed only to functions of the project that
