@@ -352,7 +352,8 @@ class Provenance:
 
     def _param_value(self, func: cst.FunctionDef, param: cst.Param, positional: list[cst.Param]) -> Val | None:
         """What the file's calls of ``func`` pass for ``param`` (``show(model(x))``): evidence from any call,
-        proof from none (other calls may pass anything). Calls in other files are not followed."""
+        proof from none (other calls may pass anything). For a function of the module's top level, the calls in
+        the project's other files too (:meth:`_calls_elsewhere`)."""
         ctx = self.ctx
         name = func.name.value
         own = [c for c in ctx.nodes(cst.Call) if (dotted_name(c.func) or "").rpartition(".")[2] == name]
@@ -386,8 +387,8 @@ class Provenance:
     def _calls_elsewhere(self, func: cst.FunctionDef) -> list[tuple[Provenance, cst.Call]]:
         """The calls of ``func`` (a function of the module's top level) in the project's other files, each with
         that file's interpreter (Open-Sora-Plan's eval.py moves the videos to the device, then hands them to
-        ``calculate_psnr`` of cal_psnr.py, whose own demo passes CPU tensors). None of a file whose interpreter
-        is being built (imports may cycle)."""
+        ``calculate_psnr`` of cal_psnr.py, whose own demo passes CPU tensors); not those of a file whose
+        interpreter is being built (imports may cycle)."""
         found: list[tuple[Provenance, cst.Call]] = []
         for site_ctx, call in call_sites(self.ctx, func) or []:
             if site_ctx is self.ctx or id(site_ctx) in _BUILDING:
@@ -934,9 +935,12 @@ class Provenance:
         returns = [n for n in body if isinstance(n, cst.Return)]
         rebinds = [n for n in body if isinstance(n, cst.Assign)
                    and any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets)]
-        if not returns or any(n.value is None or _root_name(n.value) != name for n in returns) \
-                or any(len(n.targets) != 1 or _root_name(n.value) != name for n in rebinds) \
-                or any(isinstance(n, (cst.FunctionDef, cst.Lambda, cst.AugAssign)) for n in body):
+        # bound some other way: a loop's or a with's target, an augmented assignment, a walrus, a nested scope
+        elsewhere = any(isinstance(n, (cst.FunctionDef, cst.Lambda, cst.AugAssign, cst.NamedExpr, cst.Global))
+                        or (isinstance(n, (cst.For, cst.CompFor)) and name in _names_in(n.target))
+                        or (isinstance(n, cst.AsName) and name in _names_in(n.name)) for n in body)
+        if not returns or elsewhere or any(n.value is None or _root_name(n.value) != name for n in returns) \
+                or any(len(n.targets) != 1 or _root_name(n.value) != name for n in rebinds):
             return None
         value = args[0] if args else None
         return value if value is not None and value.kind == "tensor" else None
@@ -1211,6 +1215,11 @@ def _keeps_quiet(expr: cst.BaseExpression, quiet: set[str]) -> bool:
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _GRAD_KEEPING:
         return _keeps_quiet(expr.func.value, quiet)
     return False
+
+
+def _names_in(target: cst.CSTNode) -> set[str]:
+    """The plain names a binding target binds (``x``, ``(x, y)``)."""
+    return {n.value for n in walk(target) if isinstance(n, cst.Name)}
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:
