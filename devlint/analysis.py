@@ -606,11 +606,15 @@ OTHER_DEVICES = ("cpu", "mps")
 
 
 def chooses_device_with_fallback(ctx: Context, func: cst.FunctionDef) -> bool:
-    """Does ``func`` ask whether an accelerator is there, name "cpu" or "mps", and return a value?"""
-    nodes = list(walk(func.body))
-    return (any(isinstance(n, cst.Call) and asks_availability(ctx, n) for n in nodes)
-            and any(isinstance(n, cst.SimpleString) and string_value(n) in OTHER_DEVICES for n in nodes)
-            and any(isinstance(n, cst.Return) and n.value is not None for n in nodes))
+    """Does ``func`` (a function of the file ``ctx``) ask whether an accelerator is there, name "cpu" or "mps",
+    and return a value? Kept per function: every file that calls it asks."""
+    def answer(_ctx: Context) -> bool:
+        nodes = list(walk(func.body))
+        return (any(isinstance(n, cst.Call) and asks_availability(ctx, n) for n in nodes)
+                and any(isinstance(n, cst.SimpleString) and string_value(n) in OTHER_DEVICES for n in nodes)
+                and any(isinstance(n, cst.Return) and n.value is not None for n in nodes))
+
+    return ctx.shared(f"analysis.chooser.{id(func)}", answer)
 
 
 def asks_availability(ctx: Context, call: cst.Call) -> bool:

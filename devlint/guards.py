@@ -102,6 +102,7 @@ class Guards:
         self._requires: dict[tuple[int, int], bool] = {}
         self._unless: dict[tuple[int, int], frozenset[str] | None] = {}
         self._entered: dict[tuple[int, int], bool] = {}
+        self._always: dict[tuple[int, int], bool] = {}  # (id of an expression, depth) -> _always_on
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
         self._stops_at_import: bool | None = None
@@ -1301,6 +1302,13 @@ class Guards:
         convert_to_onnx.py, AdaBins' ``--distributed``) and never assigns, or a parameter of the enclosing
         function that it never rebinds and for which every call in the project passes such a value
         (``load_model(net, path, args.cpu)``)?"""
+        key = (id(expr), depth)  # kept: every line of the branch asks about the same test
+        held = self._always.get(key)
+        if held is None:
+            held = self._always[key] = self._always_on_uncached(expr, depth)
+        return held
+
+    def _always_on_uncached(self, expr: cst.BaseExpression, depth: int) -> bool:
         ctx = self.ctx
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
             option = ctx.shared("guards.options", command_line_options).get(expr.attr.value)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -216,6 +216,21 @@ def _settled(receiver: ast.AST, no_grad: bool = False) -> bool:
         else:
             return False
     return True
+
+
+def _spread(seeds: set[str], binds: list[tuple[frozenset[str], ast.AST]],
+            carries: Callable[[ast.AST, set[str]], bool]) -> set[str]:
+    """``seeds`` and the names each binding binds from a value that ``carries`` says holds one of them, to a
+    fixed point (bindings read in any order)."""
+    held = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for roots, value in binds:
+            if not roots <= held and carries(value, held):
+                held |= roots
+                changed = True
+    return held
 
 
 def _root_name(expr: ast.AST) -> str | None:
@@ -890,14 +905,7 @@ class AstIndex:
         if len(mine) > self.MAX_BINDS:
             cache[key] = None
             return None
-        tainted = seeds
-        changed = True
-        while changed:
-            changed = False
-            for roots, value in mine:
-                if not roots <= tainted and self._flows(scope, value, tainted):
-                    tainted |= roots
-                    changed = True
+        tainted = _spread(seeds, mine, lambda value, held: self._flows(scope, value, held))
         cache[key] = tainted
         return tainted
 
@@ -1011,14 +1019,9 @@ class AstIndex:
             mine = binds.get(id(scope), [])
             if not receivers or len(mine) > self.MAX_BINDS:
                 continue
-            tainted = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
-            changed = True
-            while changed:  # names bound from a part of a parameter: video = videos[i], for frame in video
-                changed = False
-                for roots, value in mine:
-                    if not roots <= tainted and _root_name(value) in tainted:
-                        tainted |= roots
-                        changed = True
+            params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+            # and the names bound from a part of a parameter: video = videos[i], for frame in video
+            tainted = _spread(params, mine, lambda value, held: _root_name(value) in held)
             if any(_root_name(receiver) in tainted for receiver in receivers):
                 return True
         return False

@@ -803,9 +803,7 @@ def _reassigned_by_chooser(ctx: Context, stmt: cst.CSTNode, written: str) -> boo
     if found is None:
         return False
     helper_ctx, chooser = found
-    if not isinstance(chooser, cst.FunctionDef):
-        return False
-    return helper_ctx.shared(f"analysis.chooser.{id(chooser)}", lambda c: chooses_device_with_fallback(c, chooser))
+    return isinstance(chooser, cst.FunctionDef) and chooses_device_with_fallback(helper_ctx, chooser)
 
 
 def _without_cuda(check: Guards, test: cst.BaseExpression) -> bool:

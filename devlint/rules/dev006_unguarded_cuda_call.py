@@ -556,8 +556,7 @@ def _device_from_fallback(ctx: Context, call: cst.Call) -> bool:
     if found is None or found[0] is ctx:
         return False
     helper_ctx, func = found
-    return isinstance(func, cst.FunctionDef) and helper_ctx.shared(
-        f"analysis.chooser.{id(func)}", lambda c: chooses_device_with_fallback(c, func))
+    return isinstance(func, cst.FunctionDef) and chooses_device_with_fallback(helper_ctx, func)
 
 
 # A flag that says the run is on the CPU (the latent-diffusion template's `cpu = True` where no --gpus was given).
