@@ -154,7 +154,8 @@ buffer of the module, the output of a submodule with parameters (`nn.Linear`, `n
 Not reported: a factory with `device=` (any value), `*_like(x)`, `x.new_zeros(...)`, anything that went
 through `.to(...)`, `.cuda()` or `.type_as(...)`; a factory on the path a device check takes without CUDA (the
 `else` of `if torch.cuda.is_available():` whose body moves the same tensor with `.cuda()`: the CPU half of a
-device choice); registered buffers and parameters; a 0-dim tensor
+device choice; not the `else` of `if torch.cuda.is_available() and flag:`, which also runs with CUDA);
+registered buffers and parameters; a 0-dim tensor
 (`torch.tensor(2.0)`, `torch.zeros(())`: torch takes a 0-dim CPU tensor as a scalar with a GPU tensor); a CPU
 tensor used as an index (`x[torch.arange(n)]`: torch moves CPU index tensors to the indexed tensor's device)
 or for its shape; an attribute assigned anywhere else than its one `__init__` statement, or in a class that
@@ -402,8 +403,9 @@ def _on_cpu_path(ctx: Context, node: cst.CSTNode) -> bool:
         if isinstance(ancestor, cst.FunctionDef):
             return False
         if isinstance(ancestor, cst.If) and child is not ancestor.test:
-            wanted = Polarity.UNAVAILABLE if child is ancestor.body else Polarity.AVAILABLE
-            if check.polarity(ancestor.test) is wanted:
+            # the body when the test being true means no CUDA, the else when its being false does
+            read = check.polarity if child is ancestor.body else check.falsity
+            if read(ancestor.test) is Polarity.UNAVAILABLE:
                 return True
         child = ancestor
     return False
