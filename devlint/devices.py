@@ -318,6 +318,16 @@ PROCESS_GROUP_TEXT = re.compile(rb"init_process_group")
 # launched rank whatever the backend)
 CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device", "mmcv.runner.init_dist", "mmcv.runner.dist_utils.init_dist",
                              "mmengine.dist.init_dist", "mmengine.dist.utils.init_dist"})
+# Calls that raise unless a process group was initialised (checked on torch 2.13.0+cpu: "ValueError: Default process
+# group has not been initialized, please make sure to call init_process_group."; a DistributedSampler told its
+# num_replicas and rank asks none): in a NCCL project, what follows one runs in a NCCL flow (vicreg's main:
+# `sampler = DistributedSampler(dataset)` after an init_distributed_mode that returns early when not launched).
+GROUP_REQUIRING_CALLS = frozenset({
+    "torch.distributed.get_rank", "torch.distributed.get_world_size", "torch.distributed.barrier",
+    "torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"})
+# apex's mixed precision: amp.initialize raises for a parameter not on CUDA (apex/amp/_initialize.py,
+# check_params_fp32: "you need to provide a model with parameters located on a CUDA device")
+APEX_AMP_INITIALIZE = "apex.amp.initialize"
 # diffusers' switch to xformers attention (a pipeline's or a model's): it raises without CUDA (ValueError
 # "torch.cuda.is_available() should be True but is False. xformers' memory efficient attention is only available
 # for GPU", diffusers 0.42.1 models/attention_processor.py and models/attention.py; ModuleNotFoundError without

@@ -29,6 +29,7 @@ from devlint.project import (
     parameter_position,
     passed_values,
     relies_on_default,
+    resolve_definition,
     top_level_imports,
 )
 
@@ -87,6 +88,7 @@ class Guards:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._block_guard: dict[cst.CSTNode, int | None] = {}
+        self._apex_amp: dict[int, bool] = {}
         self._flags = _Flags(ctx)
         self._assigned: dict[str, list[cst.BaseExpression]] = {}
         for assign in ctx.nodes(cst.Assign):
@@ -126,7 +128,20 @@ class Guards:
         self.module_guarded = any(
             dotted_name(t.target) == "pytestmark" and self._marks_cuda_only(a.value)
             for a in ctx.nodes(cst.Assign) for t in a.targets
-        ) or self._requires_cuda_module()
+        ) or self._requires_cuda_module() or self._in_gpu_folder()
+
+    def _in_gpu_folder(self) -> bool:
+        """Is the module in a folder of the project named for the GPU (BitNet's ``gpu/`` beside its CPU
+        inference, WeNet's ``runtime/gpu/cuda_decoders/`` beside ``runtime/cpu``, apex's
+        ``contrib/examples/gpu_direct_storage/``) or for TensorRT (CosyVoice's ``runtime/triton_trtllm/``)? The
+        project declares that code GPU-only by its folder's name, as a class or function does by its own
+        (``CUDAAccelerator``, ``train_gpu``). Folders above the linted project's root do not count."""
+        root = self.ctx.project.root if self.ctx.project is not None else None
+        if root is None:
+            return False
+        folder = os.path.relpath(os.path.dirname(os.path.abspath(self.ctx.path)), root)
+        return folder != "." and not folder.startswith("..") and any(
+            _GPU_FOLDER.search(part) for part in folder.split(os.sep))
 
     def _requires_cuda_module(self) -> bool:
         """Does the module import, at its top and unconditionally (not in an ``if`` or a ``try`` that falls
@@ -369,6 +384,26 @@ class Guards:
             if value is not None:
                 return self._string_polarity(value, equal=equal)
         return None
+
+    def _picked_by_number(self, call: cst.Call) -> bool:
+        """``torch.cuda.set_device(0)``: a GPU picked by number, not a launched rank's (``set_device(local_rank)``);
+        also by a fixed device, ``set_device("cuda:0")`` or a name every assignment of which is one (pifuhd's
+        ``device = torch.device('cuda:0')`` then ``torch.cuda.set_device(device)``)."""
+        if not call.args:
+            return False
+        arg = call.args[0].value
+        if isinstance(arg, cst.Name) and arg.value in self._assigned:
+            # (a device, not a number: BitNet's `local_rank = 0` stands in for a launcher's rank)
+            return all(not isinstance(v, cst.Integer) and self._fixed_device(v) for v in self._assigned[arg.value])
+        return self._fixed_device(arg)
+
+    def _fixed_device(self, expr: cst.BaseExpression) -> bool:
+        """``0``, ``"cuda:0"``, ``torch.device("cuda:0")``, ``torch.device("cuda", 0)``."""
+        if isinstance(expr, cst.Integer) or string_value(expr) is not None:
+            return True
+        return isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) == devices.DEVICE_CONSTRUCTOR \
+            and bool(expr.args) and all(isinstance(a.value, cst.Integer) or string_value(a.value) is not None
+                                        for a in expr.args)
 
     def _device_constant(self, expr: cst.BaseExpression) -> str | None:
         """The device a ``torch.device("cpu")`` names."""
@@ -903,6 +938,11 @@ class Guards:
             return self.falsity(stmt.test) is Polarity.AVAILABLE and self._is_exit(stmt, terminating)
         if isinstance(stmt, cst.If):
             return self._every_arm_guards(stmt, terminating, depth)
+        if isinstance(stmt, cst.Try) and stmt.orelse is None and stmt.handlers:
+            # `try: import tensorrt as trt` / `except ImportError: check_requirements(...); import tensorrt as trt`
+            # (ultralytics' AutoBackend): the body and each handler guard what follows, or the handler raises
+            return self._arm_guards(stmt.body, terminating, depth) and all(
+                self._arm_guards(h.body, terminating, depth) for h in stmt.handlers)
         if isinstance(stmt, cst.SimpleStatementLine):
             if any(isinstance(s, cst.Assert) and self.polarity(s.test) is Polarity.AVAILABLE for s in stmt.body):
                 return True
@@ -961,12 +1001,14 @@ class Guards:
         or a call of a function of the project that requires CUDA."""
         qn = self.ctx.qualname(call.func) or ""
         if qn in devices.CUDA_ONLY_CALLS:
-            return not _constant_device(call)
+            return not self._picked_by_number(call)
         if qn == devices.PROCESS_GROUP_INIT or qn.endswith(".init_process_group") \
                 or dotted_name(call.func) == "init_process_group":
             return self._nccl_group(call)
         if gpu_accelerator(call):
             return True
+        if qn in devices.GROUP_REQUIRING_CALLS and not _given_replicas(call):
+            return self._nccl()  # dist.get_rank(), DistributedSampler(ds): a process group runs, a NCCL one
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in devices.XFORMERS_ENABLERS:
             return True  # pipe.enable_xformers_memory_efficient_attention(): raises without CUDA
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == devices.XFORMERS_SETTER and call.args \
@@ -1163,11 +1205,21 @@ class Guards:
                         held = True
                         break
             else:
-                names = {dotted_name(b.value) for b in cls.bases}
-                bases = [c for c in self.ctx.nodes(cst.ClassDef) if c.name.value in names and c is not cls]
-                held = depth > 0 and any(self._skips_without_cuda(b, depth - 1) for b in bases)
+                held = depth > 0 and any(guards(other)._skips_without_cuda(base, depth - 1)
+                                         for other, base in self._base_classes(cls))
             self._skipping[key] = held
         return held
+
+    def _base_classes(self, cls: cst.ClassDef) -> list[tuple[Context, cst.ClassDef]]:
+        """The base classes of ``cls`` that are the project's: of its file (by name), or imported from another
+        of its modules (fairscale's ``from .test_fsdp import DistributedTest``)."""
+        names = {n for b in cls.bases if (n := dotted_name(b.value)) is not None}
+        found = [(self.ctx, c) for c in self.ctx.nodes(cst.ClassDef) if c.name.value in names and c is not cls]
+        for name in names - {c.name.value for _, c in found}:
+            definition = resolve_definition(self.ctx, name)
+            if definition is not None and isinstance(definition[1], cst.ClassDef) and definition[1] is not cls:
+                found.append((definition[0], definition[1]))
+        return found
 
     def _nccl_group(self, call: cst.Call) -> bool:
         """Does ``init_process_group(...)`` start a NCCL group?"""
@@ -1260,7 +1312,7 @@ class Guards:
         if isinstance(anc, cst.ExceptHandler) and child is anc.body:
             return self._out_of_memory_fallback(anc)
         if isinstance(anc, (cst.IndentedBlock, cst.Module)):
-            return self._after_guard(anc, child)
+            return self._after_guard(anc, child) or self._initializes_apex_amp(anc)
         return isinstance(anc, cst.Call) and self._marked_case(anc, child)
 
     def _branch_guards(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool | None:
@@ -1273,8 +1325,10 @@ class Guards:
             # the else of `if not cuda_ok:`, of `if args.cpu:` where --cpu is always on
             return self._implies_unavailable(anc.test) or (isinstance(anc, cst.If) and self._always_on(anc.test))
         if isinstance(anc, cst.IfExp) and child is not anc.test and (
-                self._never_true(anc.test) if child is anc.body else self._always_on(anc.test)):
-            return True  # "cpu" if args.cpu else "cuda" where --cpu is always on
+                (self._never_true(anc.test) or self._off_flag(anc.test)) if child is anc.body
+                else self._always_on(anc.test)):
+            return True  # "cpu" if args.cpu else "cuda" where --cpu is always on; "cuda" if use_cuda else "cpu"
+            # where the script binds use_cuda only to False
         if isinstance(anc, cst.IfExp) and child is not anc.test:
             found = self.polarity(anc.test) if child is anc.body else (
                 Polarity.AVAILABLE if self._implies_unavailable(anc.test) else self.falsity(anc.test))
@@ -1457,6 +1511,20 @@ class Guards:
             return False
         first = self._first_guard_index(block, block.body)
         return first is not None and index > first
+
+    def _initializes_apex_amp(self, block: cst.IndentedBlock | cst.Module) -> bool:
+        """Is ``block`` a function's body or a module's top level that calls apex's ``amp.initialize(...)`` in a
+        statement of its own? amp.initialize raises for any parameter not on CUDA ("you need to provide a model
+        with parameters located on a CUDA device before passing it no matter what optimization level you chose":
+        apex's ``check_params_fp32``), so the whole block, before the call as after it, is CUDA-only by design."""
+        key = id(block)
+        held = self._apex_amp.get(key)
+        if held is None:
+            held = self._apex_amp[key] = (isinstance(block, cst.Module) or isinstance(
+                self.ctx.parent(block), cst.FunctionDef)) and any(
+                self.ctx.qualname(call.func) == devices.APEX_AMP_INITIALIZE for stmt in block.body
+                if isinstance(stmt, cst.SimpleStatementLine) for call in _statement_calls(stmt))
+        return held
 
     def _statement_index(self, block: cst.IndentedBlock | cst.Module) -> dict[int, int]:
         """Each statement of ``block`` by identity -> its index (a dict per block: a scan per ask was
@@ -1697,6 +1765,17 @@ class _Flags:
         return None
 
 
+# A folder named for the GPU (not "accelerate": a package of that library's name is not one), or for NVIDIA's
+# TensorRT, whose engines run on an NVIDIA GPU only (`trtllm/`, `triton_trtllm/`, `convert_tensorrt/`)
+_GPU_FOLDER = re.compile(r"cuda|gpu|(?:^|[_\-])(?:trt|tensorrt)", re.IGNORECASE)
+
+
+def _given_replicas(call: cst.Call) -> bool:
+    """``DistributedSampler(ds, num_replicas=n, rank=r)``: told its place, it asks no process group."""
+    return {a.keyword.value for a in call.args if a.keyword is not None} >= {"num_replicas", "rank"} \
+        or (len(call.args) >= 3 and all(a.keyword is None for a in call.args[:3]))
+
+
 def guards(ctx: Context) -> Guards:
     return ctx.shared("guards", Guards)
 
@@ -1780,11 +1859,6 @@ def _builds_itself(cls: cst.ClassDef) -> bool:
                     or (isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "type"):
                 return True
     return False
-
-
-def _constant_device(call: cst.Call) -> bool:
-    """``torch.cuda.set_device(0)``: a GPU picked by number, not a launched rank's (``set_device(local_rank)``)."""
-    return bool(call.args) and isinstance(call.args[0].value, cst.Integer)
 
 
 def _falsy_constant(expr: cst.BaseExpression) -> bool:

@@ -77,6 +77,14 @@ class Project:
         self._targets: dict[tuple[str, str], tuple[str, str | None]] = {}  # (import, importer) -> (module, file)
         self._module_cuda_only: dict[tuple[str, str | None], bool] = {}  # _cuda_only_module
         self._noted: dict[str, int] = {}  # path -> hash of the bytes the pre-filter parsed (note_tree)
+        self._root: str | None = None  # the folder holding every file ("" for a run of one file)
+
+    @property
+    def root(self) -> str | None:
+        """The folder that holds every file of the run (None for a single file: no project to speak of)."""
+        if self._root is None:
+            self._root = os.path.commonpath(self.paths) if len(self.paths) > 1 else ""
+        return self._root or None
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -487,16 +495,15 @@ class Project:
         return False
 
     def _parent_packages(self, module: str, importer: str, path: str) -> list[str]:
-        """The packages of the project that importing ``module`` (absolute, its file ``path``) imports first:
-        ``models`` for ``models.registry``, when models/__init__.py is a file of the run (not the importer's own
-        package, already running)."""
-        if module.startswith("."):
-            return []
-        parts = module.split(".")
+        """The packages of the project that importing ``module`` (its file ``path``) imports first: ``models`` for
+        ``models.registry`` (``.models`` for ``.models.registry``), when models/__init__.py is a file of the run
+        (not the importer's own package, already running)."""
+        dots = module[:len(module) - len(module.lstrip("."))]
+        parts = module[len(dots):].split(".")
         own = os.path.dirname(os.path.abspath(importer))
         found = []
         for k in range(1, len(parts)):
-            package = ".".join(parts[:k])
+            package = dots + ".".join(parts[:k])  # relative too: MambaVision's `from .models.registry import ...`
             init = self._import_file(package, importer)
             if init is not None and init != path and init.endswith("__init__.py") \
                     and os.path.commonpath([own, os.path.dirname(init)]) != os.path.dirname(init):

@@ -112,7 +112,8 @@ body of `if not args.cpu:`) where the file declares `--cpu` with `action="store_
 command line turns off (RetinaFace's convert_to_onnx.py; also through a parameter every call passes it to),
 `if use_gpu:` where a script (or a module no other file imports) binds `use_gpu` only to `False` at its top
 (LPIPS's `use_gpu = False  # Whether to use GPU`: the branch never runs as shipped; `USE_CUDA = True` guards
-nothing), a loop or comprehension over
+nothing; so is the `"cuda"` of `"cuda" if use_cuda else "cpu"` with such a `use_cuda`), a loop or comprehension
+over
 `range(torch.cuda.device_count())` or a DataParallel's `self.device_ids` (also zipped or sliced: DataParallel
 sets it to `[]` without CUDA) (no iteration without a GPU) (also a device variable
 read only there or compared, directly or through names built from it: `DEVICE = "cuda"`, `CUDA_DEVICE =
@@ -230,14 +231,25 @@ told to use the GPU (`L.Fabric(accelerator="cuda")`, a Lightning `Trainer(accele
 it raises at construction; the methods of a `LightningLite` subclass every construction of which says
 `accelerator="gpu"`, `Lite(accelerator="gpu", strategy=DDPStrategy(...)).run(args)`), switches a diffusers
 pipeline or model to xformers attention (`pipe.enable_xformers_memory_efficient_attention()`, or the setter it
-calls told `True`, `set_use_memory_efficient_attention_xformers(True)`: diffusers raises there without CUDA) or
+calls told `True`, `set_use_memory_efficient_attention_xformers(True)`: diffusers raises there without CUDA),
+calls apex's `amp.initialize(...)` in a statement of its own (it raises for any parameter not on CUDA: apex's
+`check_params_fp32`; the whole function, or the whole script when its top level calls it, before the call as
+after it; not a call under `if args.fp16:`, which leaves the function a path without it) or
 picks its GPU from a launcher (`torch.cuda.set_device(local_rank)`; not a GPU picked by
-number, `set_device(0)`, which is itself the crash in code with a fallback) — everything after it in that
+number, `set_device(0)`, or by a fixed device, `set_device("cuda:0")` or a name every assignment of which is
+one, `device = torch.device("cuda:0")` then `set_device(device)`: that is itself the crash in code with a
+fallback), or, in a project whose process group
+is NCCL, calls what needs a running group (`torch.distributed.get_rank()`, `get_world_size()`, `barrier()`, a
+`DistributedSampler(dataset)` not told its `num_replicas` and `rank`: without a group torch raises "Default
+process group has not been initialized"; vicreg's `main` after an `init_distributed_mode` that returns early when
+not launched) — everything after it in that
 function, the functions defined there after it (and the methods of a class defined there: a test's own
-autograd Function) and those only called from there; a class or function that declares itself GPU-only by name
-(`CUDAAccelerator`, `train_gpu`; a class's methods too; not one the file
-names in a string outside any guard, `"target": "main.CUDACallback"`: it is built by name on every path) or
-decorator (a test
+autograd Function) and those only called from there; a module in a folder of the project named for the GPU
+(BitNet's `gpu/` beside its CPU inference, WeNet's `runtime/gpu/` beside `runtime/cpu/`) or for TensorRT, whose
+engines run on an NVIDIA GPU only (CosyVoice's `runtime/triton_trtllm/`, `convert_tensorrt/`; folders above the
+linted root do not count); a class or function that declares itself GPU-only by name (`CUDAAccelerator`,
+`train_gpu`; a class's methods too; not one the file names in a string outside any guard, `"target":
+"main.CUDACallback"`: it is built by name on every path) or decorator (a test
 under `@pytest.mark.skipif(not torch.cuda.is_available() or capability < 8, ...)` runs only when the whole
 condition is false, so with CUDA; so does `skipif(torch.cuda.device_count() < 2, ...)`, two GPUs or more; not
 `skipif(not torch.cuda.is_available() and ...)`, nor `skipif(torch.cuda.device_count() > 1, ...)`, which runs with
@@ -248,11 +260,11 @@ which Ray runs only on a node with a GPU, its `__init__` included; a `skipIf` on
 whether a CUDA-only module imports, `try: from apex.contrib.index_mul_2d import index_mul_2d` / `except
 ImportError: HAS_INDEX_MUL_2D = False`, or `disabled = True` in the handler), a `TestCase`'s `setUp` and
 `tearDown` when every test of its class is skipped without CUDA, the methods of a test class whose `setUp` (its own
-or a base class's of the file) skips without CUDA before it can return (`if not torch.cuda.is_available(): raise
-unittest.SkipTest(...)`, `self.skipTest(...)`: fairscale's `DistributedTest` and its subclasses), the tests of a
-generic class of torch's device-type framework instantiated for CUDA alone
-(`instantiate_device_type_tests(TestFusedNorm, globals(), only_for="cuda")`: without CUDA it makes no class of it,
-checked on torch 2.13.0+cpu), a test that requests a
+or a base class's of the project, `from .test_fsdp import DistributedTest`) skips without CUDA before it can
+return (`if not torch.cuda.is_available(): raise unittest.SkipTest(...)`, `self.skipTest(...)`: fairscale's
+`DistributedTest` and its subclasses), the tests of a generic class of torch's device-type framework instantiated for
+CUDA alone (`instantiate_device_type_tests(TestFusedNorm, globals(), only_for="cuda")`: without CUDA it makes no class
+of it, checked on torch 2.13.0+cpu), a test that requests a
 pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
 tests call), a fixture that only tests marked GPU-only request (in its file, or its class for a class's
 fixture; not `autouse`), or a class whose
@@ -264,7 +276,9 @@ reports that call where the file has a CPU path); a module that
 raises at import without CUDA (an `assert torch.cuda.is_available()` or an exit without CUDA at its top level:
 its functions and methods too, wherever they are defined; not a check in its `__main__` block); what
 follows an import of a CUDA-only library, or of a module of the project that needs CUDA at import (as below),
-in the same block (the `elif engine: import tensorrt as trt` branch of a multi-backend loader; also a branch
+in the same block (the `elif engine: import tensorrt as trt` branch of a multi-backend loader, also as `try:
+import tensorrt as trt` / `except ImportError: check_requirements(...); import tensorrt as trt`, ultralytics'
+AutoBackend: the body and every handler import it or raise; also a branch
 that compares a runtime with TensorRT's name, `elif mode == TENSORRT:` or `if runtime == "trt":`: an engine
 runs only on an NVIDIA GPU), and what
 follows an `if` / `elif` / `else` every arm of which imports one (a NeRF script's `if opt.tcnn: from
@@ -286,7 +300,8 @@ sources, or the old `torch.utils.ffi.create_extension("_ext.name", ..., with_cud
 the project that builds CUDA kernels at its top level when imported (`fused = load("fused", sources=[...,
 "kernel.cu"])`: without the CUDA toolkit the import raises), directly or through modules of the project
 that import it at their top level, unconditionally (a package's `__init__.py` too, which importing
-`models.registry` runs first; up to eight imports away, relative imports too:
+`models.registry` runs first, and `models/__init__.py` for a package's `from .models.registry import
+create_model`; up to eight imports away, relative imports too:
 `from .op.deform_attn import deform_attn`, `from ..functions import MSDeformAttnFunction`; also in a `try`
 whose handlers re-raise, or whose handler imports another CUDA-only module: `try: import _raymarching` /
 `except ImportError: from .backend import _backend` that builds it; not when the handler falls back to
