@@ -18,7 +18,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from devlint import devices
-from devlint.analysis import CommandLineOption, command_line_option, command_line_options, is_script
+from devlint.analysis import CommandLineOption, command_line_option, command_line_options, is_script, pytest_module
 from devlint.context import Context, decorator_target, dotted_name, own_method, string_value, walk
 from devlint.lazy import LazyModule
 from devlint.project import (
@@ -128,7 +128,14 @@ class Guards:
         self.module_guarded = any(
             dotted_name(t.target) == "pytestmark" and self._marks_cuda_only(a.value)
             for a in ctx.nodes(cst.Assign) for t in a.targets
-        ) or self._requires_cuda_module() or self._in_gpu_folder()
+        ) or self._requires_cuda_module() or self._in_gpu_folder() or self._collected_only_with_cuda()
+
+    def _collected_only_with_cuda(self) -> bool:
+        """Is the module a test module that a ``conftest.py`` above it de-collects where CUDA is missing
+        (:meth:`Project.collection_skipped_without_cuda`)?"""
+        project = self.ctx.project
+        return project is not None and pytest_module(self.ctx.path) \
+            and project.collection_skipped_without_cuda(self.ctx.path)
 
     def _in_gpu_folder(self) -> bool:
         """Is the module in a folder of the project named for the GPU (BitNet's ``gpu/`` beside its CPU
@@ -1007,6 +1014,8 @@ class Guards:
             return self._nccl_group(call)
         if gpu_accelerator(call):
             return True
+        if qn in _CUDA_BUILDERS and _builds_from_cuda_sources(call):
+            return True  # syncbn = load(name="syncbn", sources=[..., "welford.cu"]): raises without the CUDA toolkit
         if qn in devices.GROUP_REQUIRING_CALLS and not _given_replicas(call):
             return self._nccl()  # dist.get_rank(), DistributedSampler(ds): a process group runs, a NCCL one
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in devices.XFORMERS_ENABLERS:
@@ -1080,10 +1089,37 @@ class Guards:
                                            and self.polarity(stmt.test) is Polarity.AVAILABLE):
                     break  # `else: args.distributed = False; return` before set_device: a path without CUDA
                     # (not `if dist.is_initialized(): return` in a NCCL project: that path has CUDA)
-            if found is None and self._returns_only_after_cuda_setup(func, body, depth):
+            if found is None and (self._returns_only_after_cuda_setup(func, body, depth)
+                                  or self._builds_cuda_kernels(func)):
                 found = frozenset()
             self._unless[key] = found
         return self._unless[key]
+
+    def _builds_cuda_kernels(self, func: cst.FunctionDef) -> bool:
+        """Does ``func`` build the project's CUDA kernels when called: a statement of its body calls
+        ``torch.utils.cpp_extension.load(...)`` / ``load_inline(...)``, itself or through a function defined in
+        it (GPT-NeoX's ``fused_kernels.load()`` and its ``_cpp_extention_load_helper``), and the function names
+        ``.cu`` sources? Without the CUDA toolkit the build raises (``OSError: CUDA_HOME environment variable is
+        not set``, torch 2.13.0+cpu), so what follows a call of it runs only where CUDA is."""
+        if not isinstance(func.body, cst.IndentedBlock) or not any(
+                isinstance(n, cst.SimpleString) and (string_value(n) or "").endswith(".cu") for n in walk(func.body)):
+            return False
+        nested = {s.name.value: s for s in func.body.body if isinstance(s, cst.FunctionDef)}
+
+        def builds(call: cst.Call) -> bool:
+            name = self.ctx.qualname(call.func) or dotted_name(call.func) or ""
+            return name in _CUDA_BUILDERS or (name.rsplit(".", 1)[-1] in ("load", "load_inline")
+                                              and "cpp_extension" in name)
+
+        for stmt in func.body.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for call in _statement_calls(stmt):
+                inner = nested.get(dotted_name(call.func) or "")
+                if builds(call) or (inner is not None and any(
+                        isinstance(n, cst.Call) and builds(n) for n in walk(inner.body))):
+                    return True
+        return False
 
     def _returns_only_after_cuda_setup(self, func: cst.FunctionDef, body: Sequence[cst.BaseStatement],
                                        depth: int) -> bool:
@@ -1765,9 +1801,17 @@ class _Flags:
         return None
 
 
+# torch's builders of C++/CUDA extensions (a build from .cu sources needs the CUDA toolkit)
+_CUDA_BUILDERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
 # A folder named for the GPU (not "accelerate": a package of that library's name is not one), or for NVIDIA's
 # TensorRT, whose engines run on an NVIDIA GPU only (`trtllm/`, `triton_trtllm/`, `convert_tensorrt/`)
 _GPU_FOLDER = re.compile(r"cuda|gpu|(?:^|[_\-])(?:trt|tensorrt)", re.IGNORECASE)
+
+
+def _builds_from_cuda_sources(call: cst.Call) -> bool:
+    """A ``cpp_extension.load(...)`` / ``load_inline(...)`` given ``.cu`` sources or ``cuda_sources=``."""
+    return any(a.keyword is not None and a.keyword.value == "cuda_sources" for a in call.args) or any(
+        isinstance(n, cst.SimpleString) and (string_value(n) or "").endswith(".cu") for a in call.args for n in walk(a))
 
 
 def _given_replicas(call: cst.Call) -> bool:

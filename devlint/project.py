@@ -78,6 +78,7 @@ class Project:
         self._module_cuda_only: dict[tuple[str, str | None], bool] = {}  # _cuda_only_module
         self._noted: dict[str, int] = {}  # path -> hash of the bytes the pre-filter parsed (note_tree)
         self._root: str | None = None  # the folder holding every file ("" for a run of one file)
+        self._skipping_conftests: dict[str, bool] = {}  # conftest.py -> does it de-collect tests without CUDA
 
     @property
     def root(self) -> str | None:
@@ -85,6 +86,28 @@ class Project:
         if self._root is None:
             self._root = os.path.commonpath(self.paths) if len(self.paths) > 1 else ""
         return self._root or None
+
+    def collection_skipped_without_cuda(self, path: str) -> bool:
+        """Is the test module ``path`` in a folder whose ``conftest.py`` (its own or one above, within the run)
+        tells pytest not to collect its tests where CUDA is missing: ``collect_ignore_glob`` (or
+        ``collect_ignore``) set at its top level under ``if not torch.cuda.is_available():``, or to what a helper
+        named for CUDA returns (gsplat's ``collect_ignore_glob = cuda_collect_ignore_glob(...)``)? Cached per
+        conftest; those read are consulted."""
+        root = self.root
+        folder = os.path.dirname(os.path.abspath(path))
+        while root is not None and (folder == root or folder.startswith(root + os.sep)):
+            conftest = os.path.join(folder, "conftest.py")
+            if conftest in self._path_set:
+                self.consulted.add(conftest)
+                held = self._skipping_conftests.get(conftest)
+                if held is None:
+                    held = self._skipping_conftests[conftest] = _ignores_without_cuda(_ast_of(self.read(conftest)))
+                if held:
+                    return True
+            if folder == root:
+                break
+            folder = os.path.dirname(folder)
+        return False
 
     # --- files ----------------------------------------------------------------------------------
     def siblings(self, path: str) -> Iterator[bytes]:
@@ -867,6 +890,35 @@ def _imported_modules(node: ast.ImportFrom) -> list[str]:
     if node.module:
         return [dots + node.module, *("?" + dots + node.module + "." + name for name in names)]
     return [dots + name for name in names] if node.level else []
+
+
+_COLLECT_IGNORE = frozenset({"collect_ignore", "collect_ignore_glob"})
+
+
+def _ignores_without_cuda(tree: ast.Module | None) -> bool:
+    """Does a conftest's top level set pytest's ``collect_ignore(_glob)`` where CUDA is missing: under ``if not
+    torch.cuda.is_available():``, or to the result of a helper named for CUDA or the GPU?"""
+    import ast
+
+    from devlint import devices, screen
+
+    def sets(stmt: ast.stmt) -> ast.expr | None:
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(isinstance(t, ast.Name) and t.id in _COLLECT_IGNORE for t in targets):
+                return stmt.value
+        return None
+
+    for stmt in tree.body if tree is not None else []:
+        value = sets(stmt)
+        if isinstance(value, ast.Call) and devices.is_guard_text((screen.dotted(value.func) or "").rsplit(".", 1)[-1]):
+            return True  # collect_ignore_glob = cuda_collect_ignore_glob(...)
+        if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not) \
+                and isinstance(stmt.test.operand, ast.Call) \
+                and (screen.dotted(stmt.test.operand.func) or "").endswith("cuda.is_available") \
+                and any(sets(s) is not None for s in stmt.body):
+            return True  # if not torch.cuda.is_available(): collect_ignore_glob = ["test_*.py"]
+    return False
 
 
 def _ast_of(data: bytes | None) -> ast.Module | None:

@@ -264,8 +264,11 @@ or a base class's of the project, `from .test_fsdp import DistributedTest`) skip
 return (`if not torch.cuda.is_available(): raise unittest.SkipTest(...)`, `self.skipTest(...)`: fairscale's
 `DistributedTest` and its subclasses), the tests of a generic class of torch's device-type framework instantiated for
 CUDA alone (`instantiate_device_type_tests(TestFusedNorm, globals(), only_for="cuda")`: without CUDA it makes no class
-of it, checked on torch 2.13.0+cpu), a test that requests a
-pytest fixture of its file that skips without CUDA (`def mods(): require_cuda()`, and the helpers only such
+of it, checked on torch 2.13.0+cpu), a test module (`test_*.py`) that a `conftest.py` of its folder or one above
+de-collects where CUDA is missing (`collect_ignore_glob` set at its top under `if not
+torch.cuda.is_available():`, or to what a helper named for CUDA returns: gsplat's `collect_ignore_glob =
+cuda_collect_ignore_glob(...)`), a test that requests a pytest fixture of its file that skips without CUDA (`def
+mods(): require_cuda()`, and the helpers only such
 tests call), a fixture that only tests marked GPU-only request (in its file, or its class for a class's
 fixture; not `autouse`), or a class whose
 `__init__` sets the GPU up on every path (`torch.cuda.set_device(local_rank)`, a NCCL group; also through a
@@ -305,7 +308,12 @@ create_model`; up to eight imports away, relative imports too:
 `from .op.deform_attn import deform_attn`, `from ..functions import MSDeformAttnFunction`; also in a `try`
 whose handlers re-raise, or whose handler imports another CUDA-only module: `try: import _raymarching` /
 `except ImportError: from .backend import _backend` that builds it; not when the handler falls back to
-code that runs without CUDA); a function that calls such kernels on every path through a getter of the
+code that runs without CUDA); what follows a build of CUDA sources (`torch.utils.cpp_extension.load(...)`
+given `.cu` sources, or `load_inline(..., cuda_sources=...)`: apex's syncbn tests, `import syncbn` in one arm and
+the build in the other), and a call of a function of the project that builds CUDA kernels when called
+(`torch.utils.cpp_extension.load(...)` of `.cu` sources in a statement of its body, itself or through a function
+it defines: GPT-NeoX's `fused_kernels.load()`; without the CUDA toolkit the build raises); a function that calls
+such kernels on every path through a getter of the
 project that imports only CUDA-only modules when first called (torch-ngp's lazy
 `get_backend().near_far_from_aabb(...)`: the autograd Function around a kernel; not a call on one branch
 only); a method of a custom autograd Function that launches a kernel of a compiled extension bound at the
