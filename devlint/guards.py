@@ -146,7 +146,10 @@ class Guards:
         root = self.ctx.project.root if self.ctx.project is not None else None
         if root is None:
             return False
-        folder = os.path.relpath(os.path.dirname(os.path.abspath(self.ctx.path)), root)
+        try:
+            folder = os.path.relpath(os.path.dirname(os.path.abspath(self.ctx.path)), root)
+        except ValueError:  # another drive (Windows): not under the root
+            return False
         return folder != "." and not folder.startswith("..") and any(
             _GPU_FOLDER.search(part) for part in folder.split(os.sep))
 

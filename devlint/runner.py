@@ -88,13 +88,17 @@ def rules_for(path: str, config: Config, options: Options) -> list[Rule]:
     return select_rules(codes)
 
 
-def _cache_settings(rules: list[Rule], options: Options) -> str:
-    return ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter};" + options.settings.key()
+def _cache_settings(rules: list[Rule], options: Options, path: str) -> str:
+    """What a file's result rests on besides its bytes: the rules, the settings, and where the file is (the
+    same bytes in a `gpu/` folder, beside a conftest.py that de-collects them, or under another import path
+    are another result)."""
+    return ",".join(sorted(r.code for r in rules)) + f";prefilter={options.prefilter};" + options.settings.key() \
+        + ";" + os.path.abspath(path)
 
 
-def _cache_key(data: bytes, rules: list[Rule], options: Options) -> str:
-    """The results-cache key of a file's bytes linted with these rules and settings."""
-    return Cache.key(data, _cache_settings(rules, options))
+def _cache_key(data: bytes, rules: list[Rule], options: Options, path: str) -> str:
+    """The results-cache key of a file's bytes linted with these rules and settings at ``path``."""
+    return Cache.key(data, _cache_settings(rules, options, path))
 
 
 def applicable(data: bytes, rules: list[Rule], project: Project | None = None, path: str | None = None) -> list[Rule]:
@@ -147,7 +151,7 @@ def _process(path: str, config: Config, options: Options, stdin: bytes | None = 
     try:
         data = read_bytes(path) if stdin is None else stdin
         if options.cache_dir is not None and not options.rewrites:
-            result.cache_key = _cache_key(data, rules, options)  # of the bytes linted here
+            result.cache_key = _cache_key(data, rules, options, path)  # of the bytes linted here
         if notebook.is_notebook(path):
             _notebook(result, data, rules, options)
             return result
@@ -445,7 +449,8 @@ def _cached(files: list[str], config: Config, options: Options, cache: Cache) ->
         except SourceError as exc:
             results.append(FileResult(path, [_io_finding(path, str(exc))]))
             continue
-        cached = cache.get(Cache.key_of(content, _cache_settings(rules_for(path, config, options), options)), path)
+        cached = cache.get(Cache.key_of(content, _cache_settings(rules_for(path, config, options), options, path)),
+                           path)
         results.append(None if cached is None else FileResult(path, cached))
     return results
 

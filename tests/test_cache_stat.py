@@ -165,3 +165,29 @@ def test_star_imported_module_edit_invalidates(tmp_path, reads, prefilter):
     fresh = _found(run([str(root)], config, Options(select=options.select, jobs=1, prefilter=prefilter)))
     assert after == fresh
     assert ("eval.py", "DEV005", 7, 14) not in after
+
+
+def test_the_same_bytes_elsewhere_are_another_result(tmp_path, reads):
+    """The result of a file rests on where it is, not only on its bytes: the same script in the project's
+    `gpu/` folder is GPU-only by that name, beside it at the root it is reported; and an edit of the conftest.py
+    above a test module that makes it de-collect the module without CUDA re-lints the module."""
+    src = tmp_path / "src"
+    (src / "gpu").mkdir(parents=True)
+    (src / "tests").mkdir()
+    script = "import torch\n\nx = torch.zeros(3).cuda()\n"
+    (src / "run.py").write_text(script)
+    (src / "gpu" / "run.py").write_text(script)
+    (src / "tests" / "test_run.py").write_text(script)
+    (src / "tests" / "conftest.py").write_text("import torch\n")
+    _age(src)
+    options = Options(select={"DEV001"}, jobs=1, cache_dir=str(tmp_path / "cache"))
+    config = Config(root=tmp_path)
+    cold = [(os.path.relpath(f.path, src), f.start.row) for f in run([str(src)], config, options).findings]
+    assert sorted(cold) == [("run.py", 3), (os.path.join("tests", "test_run.py"), 3)]
+    warm = [(os.path.relpath(f.path, src), f.start.row) for f in run([str(src)], config, options).findings]
+    assert sorted(warm) == sorted(cold)
+    conftest = src / "tests" / "conftest.py"
+    conftest.write_text("import torch\n\nif not torch.cuda.is_available():\n    collect_ignore_glob = ['test_*.py']\n")
+    os.utime(conftest, ns=(OLD + 10**9, OLD + 10**9))
+    after = [(os.path.relpath(f.path, src), f.start.row) for f in run([str(src)], config, options).findings]
+    assert after == [("run.py", 3)]
