@@ -324,7 +324,9 @@ CUDA_ONLY_CALLS = frozenset({"torch.cuda.set_device", "mmcv.runner.init_dist", "
 # `sampler = DistributedSampler(dataset)` after an init_distributed_mode that returns early when not launched).
 GROUP_REQUIRING_CALLS = frozenset({
     "torch.distributed.get_rank", "torch.distributed.get_world_size", "torch.distributed.barrier",
-    "torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"})
+    "torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler",
+    # (DistributedDataParallel asks the default group at construction: the same ValueError)
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"})
 # apex's mixed precision: amp.initialize raises for a parameter not on CUDA (apex/amp/_initialize.py,
 # check_params_fp32: "you need to provide a model with parameters located on a CUDA device")
 APEX_AMP_INITIALIZE = "apex.amp.initialize"

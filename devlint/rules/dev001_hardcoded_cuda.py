@@ -240,9 +240,9 @@ number, `set_device(0)`, or by a fixed device, `set_device("cuda:0")` or a name 
 one, `device = torch.device("cuda:0")` then `set_device(device)`: that is itself the crash in code with a
 fallback), or, in a project whose process group
 is NCCL, calls what needs a running group (`torch.distributed.get_rank()`, `get_world_size()`, `barrier()`, a
-`DistributedSampler(dataset)` not told its `num_replicas` and `rank`: without a group torch raises "Default
-process group has not been initialized"; vicreg's `main` after an `init_distributed_mode` that returns early when
-not launched) — everything after it in that
+`DistributedSampler(dataset)` not told its `num_replicas` and `rank`, a `DistributedDataParallel(...)`: without
+a group torch raises "Default process group has not been initialized"; vicreg's `main` after an
+`init_distributed_mode` that returns early when not launched) — everything after it in that
 function, the functions defined there after it (and the methods of a class defined there: a test's own
 autograd Function) and those only called from there; a module in a folder of the project named for the GPU
 (BitNet's `gpu/` beside its CPU inference, WeNet's `runtime/gpu/` beside `runtime/cpu/`) or for TensorRT, whose
