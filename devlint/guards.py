@@ -510,16 +510,24 @@ class Guards:
     def _import_flag(self, name: str) -> bool | None:
         """A flag the module's top level sets by whether a CUDA-only module imports: ``try: from
         apex.contrib.index_mul_2d import index_mul_2d`` / ``except ImportError: HAS_INDEX_MUL_2D = False`` /
-        ``else: HAS_INDEX_MUL_2D = True`` (or ``disabled = True`` in the handler): the value it holds when the
-        import succeeded (True for ``HAS_...``, False for ``disabled``), None for any other name. The code a
-        ``skipIf`` on it lets run has the CUDA extension, as a module that imports it at its top does."""
+        ``else: HAS_INDEX_MUL_2D = True`` (or ``disabled = True`` in the handler; or apex's ``SKIP_TEST = None``
+        before the ``try`` and ``except ImportError as e: SKIP_TEST = e``, an exception being true): the value it
+        holds when the import succeeded (True for ``HAS_...``, False for ``disabled``), None for any other name. The
+        code a ``skipIf`` on it lets run has the CUDA extension, as a module that imports it at its top does."""
+        before: bool | None = None
         for stmt in self.ctx.module.body:
             if not isinstance(stmt, cst.Try) or not any(
                     h.type is None or (dotted_name(h.type) or "").split(".")[-1] in _IMPORT_ERRORS
                     for h in stmt.handlers):
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    before = _constant_assigned(name, stmt.body, falsy=True) if _assigns_name(name, stmt.body) \
+                        else before
                 continue
             found = _constant_assigned(name, [*_smalls(stmt.body), *(_smalls(stmt.orelse.body) if stmt.orelse else [])])
-            failed = {v for h in stmt.handlers for v in [_constant_assigned(name, _smalls(h.body))] if v is not None}
+            if found is None and not _assigns_name(name, [*_smalls(stmt.body)]):
+                found = before  # SKIP_TEST = None before the try, left so when the import succeeds
+            failed = {v for h in stmt.handlers
+                      for v in [_constant_assigned(name, _smalls(h.body), caught=_caught_name(h))] if v is not None}
             if found is None or failed != {not found}:
                 continue
             modules = [m for small in _smalls(stmt.body) if isinstance(small, (cst.Import, cst.ImportFrom))
@@ -1930,14 +1938,30 @@ def _smalls(suite: cst.BaseSuite) -> list[cst.BaseSmallStatement]:
     return [small for stmt in suite.body if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body]
 
 
-def _constant_assigned(name: str, smalls: Sequence[cst.BaseSmallStatement]) -> bool | None:
-    """The ``True`` / ``False`` the statements ``smalls`` assign to ``name`` (the last one), else None."""
+def _constant_assigned(name: str, smalls: Sequence[cst.BaseSmallStatement], falsy: bool = False,
+                       caught: str | None = None) -> bool | None:
+    """The ``True`` / ``False`` the statements ``smalls`` assign to ``name`` (the last one), else None; with
+    ``falsy``, ``None`` counts as False; ``caught``: the name an ``except ... as e:`` binds, an exception (true)."""
     value = None
     for small in smalls:
         if isinstance(small, cst.Assign) and any(dotted_name(t.target) == name for t in small.targets) \
-                and isinstance(small.value, cst.Name) and small.value.value in ("True", "False"):
-            value = small.value.value == "True"
+                and isinstance(small.value, cst.Name):
+            if small.value.value in ("True", "False"):
+                value = small.value.value == "True"
+            elif falsy and small.value.value == "None":
+                value = False
+            elif caught is not None and small.value.value == caught:
+                value = True
     return value
+
+
+def _assigns_name(name: str, smalls: Sequence[cst.BaseSmallStatement]) -> bool:
+    return any(isinstance(s, cst.Assign) and any(dotted_name(t.target) == name for t in s.targets) for s in smalls)
+
+
+def _caught_name(handler: cst.ExceptHandler) -> str | None:
+    """The name ``except ImportError as e:`` binds, else None."""
+    return handler.name.name.value if handler.name is not None and isinstance(handler.name.name, cst.Name) else None
 
 
 def imported_modules(stmt: cst.Import | cst.ImportFrom) -> list[str]:

@@ -236,9 +236,11 @@ def test_bad_value_for_verify(project):
 # --- the results cache ------------------------------------------------------------------------------------
 def test_cache_key_includes_the_mode():
     data = SOURCE.encode()
-    keys = {_cache_key(data, RULES, Options(select=set(), settings=Settings(mode)))
+    keys = {_cache_key(data, RULES, Options(select=set(), settings=Settings(mode)), "train.py")
             for mode in (None, *DEVICE_FALLBACKS)}
     assert len(keys) == 4
+    assert _cache_key(data, RULES, Options(select=set()), "gpu/train.py") != _cache_key(
+        data, RULES, Options(select=set()), "train.py")  # where the file is is part of its result
 
 
 def _fix_contents(output: str) -> list[str]:

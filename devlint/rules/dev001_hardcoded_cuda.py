@@ -258,7 +258,8 @@ for GPUs by count, Lightning's `@RunIf(min_cuda_gpus=1)`, and a case `pytest.par
 marks=RunIf(min_cuda_gpus=1))` of a parametrized test; a Ray actor or task declared `@ray.remote(num_gpus=1)`,
 which Ray runs only on a node with a GPU, its `__init__` included; a `skipIf` on a flag the module's top sets by
 whether a CUDA-only module imports, `try: from apex.contrib.index_mul_2d import index_mul_2d` / `except
-ImportError: HAS_INDEX_MUL_2D = False`, or `disabled = True` in the handler), a `TestCase`'s `setUp` and
+ImportError: HAS_INDEX_MUL_2D = False`, or `disabled = True` in the handler, or `SKIP_TEST = None` before the
+`try` and `except ImportError as e: SKIP_TEST = e`, apex's tests: an exception is true), a `TestCase`'s `setUp` and
 `tearDown` when every test of its class is skipped without CUDA, the methods of a test class whose `setUp` (its own
 or a base class's of the project, `from .test_fsdp import DistributedTest`) skips without CUDA before it can
 return (`if not torch.cuda.is_available(): raise unittest.SkipTest(...)`, `self.skipTest(...)`: fairscale's
