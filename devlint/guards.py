@@ -1112,8 +1112,7 @@ class Guards:
         it (GPT-NeoX's ``fused_kernels.load()`` and its ``_cpp_extention_load_helper``), and the function names
         ``.cu`` sources? Without the CUDA toolkit the build raises (``OSError: CUDA_HOME environment variable is
         not set``, torch 2.13.0+cpu), so what follows a call of it runs only where CUDA is."""
-        if not isinstance(func.body, cst.IndentedBlock) or not any(
-                isinstance(n, cst.SimpleString) and (string_value(n) or "").endswith(".cu") for n in walk(func.body)):
+        if not isinstance(func.body, cst.IndentedBlock) or not _names_cuda_source(func.body):
             return False
         nested = {s.name.value: s for s in func.body.body if isinstance(s, cst.FunctionDef)}
 
@@ -1819,10 +1818,15 @@ _CUDA_BUILDERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_e
 _GPU_FOLDER = re.compile(r"cuda|gpu|(?:^|[_\-])(?:trt|tensorrt)", re.IGNORECASE)
 
 
+def _names_cuda_source(node: cst.CSTNode) -> bool:
+    """Does ``node`` hold a string naming a ``.cu`` file (``"welford.cu"``, ``srcpath / "softmax_cuda.cu"``)?"""
+    return any(isinstance(n, cst.SimpleString) and (string_value(n) or "").endswith(".cu") for n in walk(node))
+
+
 def _builds_from_cuda_sources(call: cst.Call) -> bool:
     """A ``cpp_extension.load(...)`` / ``load_inline(...)`` given ``.cu`` sources or ``cuda_sources=``."""
-    return any(a.keyword is not None and a.keyword.value == "cuda_sources" for a in call.args) or any(
-        isinstance(n, cst.SimpleString) and (string_value(n) or "").endswith(".cu") for a in call.args for n in walk(a))
+    return any((a.keyword is not None and a.keyword.value == "cuda_sources") or _names_cuda_source(a)
+               for a in call.args)
 
 
 def _given_replicas(call: cst.Call) -> bool:
