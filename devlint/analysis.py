@@ -511,6 +511,8 @@ def _torch_parameterless(ctx: Context, expr: cst.BaseExpression,
     (``weight=w``, devices.BUFFER_ARGUMENT_MODULES) does so only when that argument is constant: its positional
     arguments and its ``weight`` / ``pos_weight`` keywords; no module takes ``*args`` / ``**kwargs`` here."""
     qualname = ctx.qualname(expr.func) if isinstance(expr, cst.Call) else None
+    if isinstance(expr, cst.Call) and qualname in devices.LIBRARY_PARAMETERLESS_MODULES:
+        return True  # timm's SoftTargetCrossEntropy(), JsdCrossEntropy(smoothing=s): nothing they are given is kept
     if not isinstance(expr, cst.Call) or qualname not in devices.PARAMETERLESS_MODULES:
         return False
     if any(a.star for a in expr.args):

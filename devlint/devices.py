@@ -513,6 +513,12 @@ PARAMETERLESS_MODULES = frozenset(f"torch.nn.{name}" for name in (
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "CosineSimilarity",
     "PairwiseDistance",
 ))
+# timm's losses that hold no parameter or buffer whatever their arguments (timm/loss/cross_entropy.py and jsd.py:
+# numbers, and a LabelSmoothingCrossEntropy or nn.CrossEntropyLoss() child; not BinaryCrossEntropy, which
+# registers its weight and pos_weight as buffers): the losses of every training script copied from timm's.
+LIBRARY_PARAMETERLESS_MODULES = frozenset({"timm.loss.JsdCrossEntropy", "timm.loss.jsd.JsdCrossEntropy", *(
+    f"timm.loss.{path}" for name in ("LabelSmoothingCrossEntropy", "SoftTargetCrossEntropy")
+    for path in (name, f"cross_entropy.{name}"))})
 # Of those, the ones whose constructor keeps a tensor argument as a buffer (torch's _WeightedLoss, and
 # BCEWithLogitsLoss's pos_weight): a non-constant argument may be one. The others keep none of their arguments
 # as a parameter or buffer, whatever the value (``nn.CrossEntropyLoss(reduction=self.reduction)`` and

@@ -88,6 +88,7 @@ class Guards:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._block_guard: dict[cst.CSTNode, int | None] = {}
+        self._block_exit: dict[int, int | None] = {}
         self._apex_amp: dict[int, bool] = {}
         self._flags = _Flags(ctx)
         self._assigned: dict[str, list[cst.BaseExpression]] = {}
@@ -119,6 +120,7 @@ class Guards:
         self._off_flags: dict[str, bool] = {}  # a script's name -> whether it is bound only to False at its top
         self._unimported: bool | None = None  # whether no other file can import this one (_imported_nowhere)
         self._cuda_only_flags: frozenset[str] | None = None
+        self._cpu_flags: frozenset[str] | None = None
         self._string_nodes: list[tuple[str, cst.SimpleString]] | None = None
         self._in_config: dict[int, bool] = {}
         # a function of the project (by id, with the node) -> what its return implies
@@ -488,9 +490,9 @@ class Guards:
         for found in computed:
             if found in (Polarity.AVAILABLE, Polarity.UNAVAILABLE):
                 return found  # use_gpu = torch.cuda.is_available() (and so on)
-        if name in self._flags_of_cuda_only_flows() or (_distributed_flag(name) and self._nccl()):
-            return Polarity.AVAILABLE  # `if distributed: init_process_group("nccl")`, later `if distributed:`;
-            # mmdet's `train_detector(..., distributed=...)` in a NCCL project (set after init_dist)
+        flow = self._flow_flag_polarity(name)
+        if flow is not None:
+            return flow
         named = devices.is_guard_text(name.rsplit(".", 1)[-1])  # `args.cuda`, not `accelerator.sync_gradients`
         truthy = [v for v in values if _on_by_default(v) is True]
         if truthy and named and all(_on_by_default(v) is not None for v in values) \
@@ -506,6 +508,17 @@ class Guards:
         if not values and (self._passed_polarity(name) is Polarity.NONE or self._dict_default_on(name)):
             return Polarity.NONE  # fit(..., cuda) where every caller passes Cuda = True: a setting
         return Polarity.AVAILABLE  # an opt-in flag, or a flag of unknown origin named for the GPU
+
+    def _flow_flag_polarity(self, name: str) -> Polarity | None:
+        """A flag read off the CUDA-only flows of the file: AVAILABLE for one whose ``if`` starts such a flow
+        (``if distributed: init_process_group("nccl")``, later ``if distributed:``; mmdet's ``train_detector(...,
+        distributed=...)`` in a NCCL project, set after init_dist), UNAVAILABLE for one whose ``if not`` does
+        (``if not args.cpu: torch.cuda.set_device(rank)``, later ``if not args.cpu:``); None for any other."""
+        if name in self._flags_of_cuda_only_flows() or (_distributed_flag(name) and self._nccl()):
+            return Polarity.AVAILABLE
+        if name in self._flags_of_cpu_paths():
+            return Polarity.UNAVAILABLE
+        return None
 
     def _import_flag(self, name: str) -> bool | None:
         """A flag the module's top level sets by whether a CUDA-only module imports: ``try: from
@@ -628,14 +641,26 @@ class Guards:
         if self._cuda_only_flags is None:
             self._cuda_only_flags = frozenset()  # while computing
             found: set[str] = set()
+            negated: set[str] = set()
             for stmt in self.ctx.nodes(cst.If):
-                name = dotted_name(stmt.test) if isinstance(stmt.test, (cst.Name, cst.Attribute)) else None
+                test, names = stmt.test, found
+                if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                    test, names = test.expression, negated  # `if not args.cpu: torch.cuda.set_device(rank)`
+                name = dotted_name(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
                 if name and isinstance(stmt.body, cst.IndentedBlock) \
                         and any(self._guards_what_follows(s, depth=0) for s in stmt.body.body):
-                    found.add(name)
+                    names.add(name)
             found.update(self._flags_set_with_cuda_only_flows())
             self._cuda_only_flags = frozenset(found)
+            self._cpu_flags = frozenset(negated - found)
         return self._cuda_only_flags
+
+    def _flags_of_cpu_paths(self) -> frozenset[str]:
+        """The flags whose ``if not flag:`` somewhere in the file starts a CUDA-only flow (fairscale's OSS
+        benchmark: ``if not args.cpu: torch.cuda.set_device(rank)`` in a spawned rank): unset, the flag means that
+        flow, so ``if not args.cpu:`` elsewhere runs in it (set, the run is the CPU one)."""
+        self._flags_of_cuda_only_flows()
+        return self._cpu_flags or frozenset()
 
     def _flags_set_with_cuda_only_flows(self) -> set[str]:
         """The flags set to ``True`` in a block that then starts a CUDA-only flow (``distributed = True`` /
@@ -1059,11 +1084,18 @@ class Guards:
             return False
         other_ctx, func = found
 
-        def answer() -> tuple[tuple[str, int | None, bool], ...] | None:
-            if not isinstance(func, cst.FunctionDef):
+        def answer() -> tuple[tuple[str, int | None, bool | int], ...] | None:
+            # a class: its construction runs its __init__ (apex's FusedAdam raises "requires cuda extensions"
+            # unless its CUDA extension amp_C imports), whose first parameter is the object, never passed
+            init = own_method(func, "__init__") if isinstance(func, cst.ClassDef) else None
+            target = init if init is not None else func
+            if not isinstance(target, cst.FunctionDef):
                 return None
-            unless = guards(other_ctx).requires_cuda_unless(func, depth - 1)
-            return None if unless is None else _parameter_places(other_ctx, func, unless)
+            unless = guards(other_ctx).requires_cuda_unless(target, depth - 1)
+            if unless is None:
+                return None
+            places = _parameter_places(other_ctx, target, unless)
+            return places if init is None else tuple((name, index, _CONSTRUCTED) for name, index, _ in places)
 
         if project is None or not asked or other_ctx is self.ctx:
             places = answer()
@@ -1358,7 +1390,7 @@ class Guards:
         if isinstance(anc, cst.ExceptHandler) and child is anc.body:
             return self._out_of_memory_fallback(anc)
         if isinstance(anc, (cst.IndentedBlock, cst.Module)):
-            return self._after_guard(anc, child) or self._initializes_apex_amp(anc)
+            return self._after_guard(anc, child) or self._initializes_apex_amp(anc) or self._after_exit(anc, child)
         return isinstance(anc, cst.Call) and self._marked_case(anc, child)
 
     def _branch_guards(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool | None:
@@ -1558,6 +1590,29 @@ class Guards:
         first = self._first_guard_index(block, block.body)
         return first is not None and index > first
 
+    def _after_exit(self, block: cst.IndentedBlock | cst.Module, child: cst.CSTNode) -> bool:
+        """Is ``child`` a statement of ``block`` after one that always leaves it (``return``, ``raise``,
+        ``continue``, ``break``, ``sys.exit()``, ``pytest.skip()``, a test's ``self.skipTest(...)``)? It never
+        runs (pytorch3d's glTF test: ``self.skipTest("Data not available")`` before the rest of its body)."""
+        index = self._statement_index(block).get(id(child))
+        key = id(block)
+        if key not in self._block_exit:
+            self._block_exit[key] = next((i for i, stmt in enumerate(block.body) if self._always_leaves(stmt)), None)
+        first = self._block_exit[key]
+        return index is not None and first is not None and index > first
+
+    def _always_leaves(self, stmt: cst.BaseStatement) -> bool:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
+                return True
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                name = self.ctx.qualname(small.value.func) or dotted_name(small.value.func) or ""
+                if name in devices.EXIT_CALLS or name == "self.skipTest":
+                    return True
+        return False
+
     def _initializes_apex_amp(self, block: cst.IndentedBlock | cst.Module) -> bool:
         """Is ``block`` a function's body or a module's top level that calls apex's ``amp.initialize(...)`` in a
         statement of its own? amp.initialize raises for any parameter not on CUDA ("you need to provide a model
@@ -1669,8 +1724,14 @@ def _returns_with_cuda(call: cst.Call, places: object) -> bool:
     project.leaves_default: not by keyword, by position, nor maybe through ``*args`` / ``**kwargs``)?"""
     if not isinstance(places, tuple):
         return bool(places)
-    return all(leaves_default(call, name, index, is_method and isinstance(call.func, cst.Attribute))
+    return all(leaves_default(call, name, index, is_method == _CONSTRUCTED
+                              or (is_method and isinstance(call.func, cst.Attribute)))
                for name, index, is_method in places)
+
+
+# The "is a method" of a parameter place of a class's __init__ (:meth:`Guards._callee_requires_cuda`): its
+# construction binds the object to the first parameter, whether the class is called by name or as an attribute
+_CONSTRUCTED = 2
 
 
 def _returns(stmt: cst.CSTNode) -> bool:

@@ -499,6 +499,29 @@ class Project:
         return any(self._cuda_only_module(module, importer) for module, importer in frontier
                    if not module.startswith(("?", "|")))
 
+    def imported_files(self, module: str, importer: str, hops: int | None = None) -> Iterator[str]:
+        """The files of the project that ``import module`` in the file ``importer`` runs, nearest first: the
+        packages it runs first (``speech/__init__.py`` for ``speech.ops.mask``), the module's own file, then
+        their unconditional top-level imports (absolute or relative, and the packages those run first), then
+        theirs, down to ``hops`` imports deep (8); each once, ``importer`` never."""
+        seen = {os.path.abspath(importer)}
+        frontier = [(module, os.path.abspath(importer))]
+        for _hop in range(_IMPORT_HOPS if hops is None else hops):
+            following: list[tuple[str, str]] = []
+            for marked, by in frontier:
+                if marked.startswith("|"):
+                    continue  # one module or another: neither certainly runs
+                name, found = self._import_target(marked, by)
+                if not name or found is None:
+                    continue
+                for target in [*(self._import_file(p, by) for p in self._parent_packages(name, by, found)), found]:
+                    if target is not None and target not in seen:
+                        seen.add(target)
+                        self.consulted.add(target)
+                        following.extend((m, target) for m in self._top_imports(target))
+                        yield target
+            frontier = following
+
     def _cuda_only_alternative(self, alternative: str, importer: str) -> bool:
         """Is one alternative of a ``try`` / ``except ImportError`` import CUDA-only: the module itself, or a
         file of the project that imports a CUDA-only one at its top (one hop: pytorch-pwc's ``from .correlation
@@ -1321,9 +1344,31 @@ def relies_on_default(ctx: Context, param: cst.Param) -> bool:
 
     for site_ctx, call in sites:
         bound = is_method and (isinstance(call.func, cst.Attribute) or func.name.value == "__init__")
-        if leaves_default(call, param.name.value, index, bound) and not guards(site_ctx).is_guarded(call, depth=0):
+        if leaves_default(call, param.name.value, index, bound) and binds(func, call, bound) \
+                and not guards(site_ctx).is_guarded(call, depth=0):
             return True  # (a call under `if torch.cuda.is_available():` may rely on a "cuda" default)
     return False
+
+
+def binds(func: cst.FunctionDef, call: cst.Call, bound: bool) -> bool:
+    """May ``call`` bind to ``func``'s parameters (``bound``: a method called on an object, or a class whose
+    ``__init__`` it is)? Not when it passes a keyword ``func`` has no parameter for, more positional arguments
+    than it takes, or nothing for a parameter without a default (and no ``*args`` / ``**kwargs`` on either side
+    could make up for it): Python raises TypeError before the body runs (GPEN's misc/predict.py builds
+    ``FaceEnhancement(size=...)``, which takes no ``size``), so the call relies on no default."""
+    if any(a.star for a in call.args):
+        return True
+    params = func.params
+    positional = [*params.posonly_params, *params.params][1 if bound else 0:]
+    names = {p.name.value for p in [*params.params, *params.kwonly_params]}
+    keywords = [a.keyword.value for a in call.args if a.keyword is not None]
+    given = len(call.args) - len(keywords)
+    if params.star_kwarg is None and any(k not in names for k in keywords):
+        return False
+    if not isinstance(params.star_arg, cst.Param) and given > len(positional):
+        return False
+    filled = {p.name.value for p in positional[:given]} | set(keywords)
+    return all(p.default is not None or p.name.value in filled for p in [*positional, *params.kwonly_params])
 
 
 def _attribute_calls_pass(ctx: Context, func: cst.FunctionDef, name: str, index: int | None) -> bool:
@@ -1342,10 +1387,20 @@ def _attribute_calls_pass(ctx: Context, func: cst.FunctionDef, name: str, index:
         (ctx, c) for c in ctx.nodes(cst.Call)]
     if candidates is None:
         return False  # too many files call the name: precision first (the default is taken as relied on)
-    calls = [call for site_ctx, call in candidates
-             if isinstance(call.func, cst.Attribute) and call.func.attr.value == method
-             and not (isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls"))
-             and callee(site_ctx, call) is None and _may_be(owner.name.value, _built_as(site_ctx, call.func.value))]
+    def on_objects(found: list[tuple[Context, cst.Call]]) -> list[cst.Call]:
+        return [call for site_ctx, call in found
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value == method
+                and not (isinstance(call.func.value, cst.Name) and call.func.value.value in ("self", "cls"))
+                and callee(site_ctx, call) is None and _may_be(owner.name.value, _built_as(site_ctx, call.func.value))]
+
+    calls = on_objects(candidates)
+    if not calls and project is not None:
+        # built where no file names the class (from a config: ``instantiate_from_config``): every call of the
+        # name on an object anywhere in the project (stablediffusion's ``ClassEmbedder.get_unconditional_conditioning
+        # (bs, device="cuda")``, called once, as ``self.cond_stage_model.get_unconditional_conditioning(batch_size,
+        # device=self.device)``)
+        anywhere = project.calls_named(method, (), home, resolving=False)
+        calls = on_objects(anywhere) if anywhere is not None else []
     return bool(calls) and not any(leaves_default(call, name, index, True) for call in calls)
 
 

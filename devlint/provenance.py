@@ -722,9 +722,10 @@ class Provenance:
         if qn is not None:
             found = self._qualified_call(qn, call, args, kwargs, env, no_grad)
             return found if found is not None or qn.split(".")[0] in devices.EVIDENCE_ROOTS else self._returned(call)
-        if isinstance(func, cst.Name) and func.value in self.module_classes:
-            cls = next((c for c in ctx.nodes(cst.ClassDef) if c.name.value == func.value), None)
-            return _module_class(ctx, cls, call, not self.default_device)
+        built = self._module_class_call(call, env)
+        if built is not None:
+            module, called = built
+            return self._module_output(module, args, complete, no_grad, ctx.code(func)) if called else module
         if isinstance(func, cst.Attribute):
             held = env.get(dotted_name(func) or "")
             if held is not None and (held.kind == "module" or held.moved):
@@ -744,6 +745,30 @@ class Provenance:
             # a module, or an object moved with .to()/.cuda() and then called: a module
             return self._module_output(callee, args, complete, no_grad, ctx.code(func))
         return None
+
+    def _module_class_call(self, call: cst.Call, env: Env) -> tuple[Val, bool] | None:
+        """A call of a module class of the file: ``Net(...)``, (the module built, False), or ``self(x)`` /
+        ``self.forward(x)`` in a method of one, (the module, True: called, its output is the call's value);
+        None for any other call."""
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in self.module_classes:
+            cls = next((c for c in self.ctx.nodes(cst.ClassDef) if c.name.value == func.value), None)
+            return _module_class(self.ctx, cls, call, not self.default_device), False
+        own = self._own_module(func, env)
+        return (_module_class(self.ctx, own, call, cpu=False), True) if own is not None else None
+
+    def _own_module(self, func: cst.BaseExpression, env: Env) -> cst.ClassDef | None:
+        """The module class (of the file) whose method calls itself: ``self(x)`` or ``self.forward(x)`` in a
+        method other than ``forward`` (facexlib's RetinaFace: ``loc, conf, landmarks = self(inputs)`` in
+        ``detect_faces``), ``self`` not rebound."""
+        target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+        if not isinstance(target, cst.Name) or target.value != "self" or env.get("self") is not None:
+            return None
+        method = self.ctx.enclosing_function(func)
+        if method is None or method.name.value == "forward":
+            return None
+        owner = self.ctx.parent(self.ctx.parent(method))
+        return owner if isinstance(owner, cst.ClassDef) and owner.name.value in self.module_classes else None
 
     def _arguments(self, call: cst.Call, env: Env, no_grad: bool) -> list[Val | None]:
         """What each argument of ``call`` is; kept for the helpers of the file (see :meth:`_param_value`)."""

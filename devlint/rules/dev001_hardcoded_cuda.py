@@ -18,7 +18,7 @@ from devlint.analysis import (
     parameterless_module,
     pytest_module,
 )
-from devlint.bindings import device_name_at
+from devlint.bindings import bindings, device_name_at
 from devlint.context import Context, decorator_target, dotted_name, string_value, walk
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
@@ -80,14 +80,17 @@ variable that is used as a device, passed as `device=`, to `.to(...)` or to `tor
 `argparse` `--device` default (also a `@click.option("--device", default="cuda")`, unless the command reads
 its parameter only where CUDA is certain, `device if torch.cuda.is_available() else "cpu"`; unless the option
 is only compared (not an equality with `"cuda"` that picks the CUDA path on the default, nnU-Net's `elif
-args.device == "cuda": device = torch.device("cuda")`; `self.device` is no read of it), spliced into
+args.device == "cuda": device = torch.device("cuda")`; `self.device`, or `model.device` of a name unpacked from
+a call's result, is no read of it; nor is an argument for a parameter of the same default that its function of
+the project never uses as a device, LLaVA's `load_pretrained_model(..., device=args.device)`), spliced into
 `f"cuda:{...}"` or read under a CUDA check, `torch.device(args.device if torch.cuda.is_available() else
 "cpu")`, or assigned to a name the next statement replaces without CUDA, `device = args.device` / `if not
 torch.cuda.is_available(): device = "cpu"`, or read after an earlier statement replaced it so, `if
 args.device == "cuda" and not torch.cuda.is_available(): args.device = "cpu"`, also an `elif` of a chain that
 tries mps first, or replaced by a function of the project that falls back, `args.device =
 check_device(args.device)`), a `"device"` config entry, a `device=` parameter default that the
-function uses as a device or passes on and some call relies on: `device="cuda"` or
+function uses as a device or passes on and some call relies on (not a call Python cannot bind, one passing a
+keyword the function does not take or missing an argument: it raises TypeError first): `device="cuda"` or
 `device=torch.device("cuda")`, not one used so only where a condition rules the default out (LLaVA's `if
 device != "cuda": kwargs["device_map"] = {"": device}`, the `else` of `if device == "cuda":`), nor one
 only stored in a `self.device` that nothing reads: the class's own
@@ -105,7 +108,9 @@ torch.cuda.FloatTensor):` (a tensor of a CUDA type lives on a GPU; also after `a
 torch.cuda.LongTensor)`), a helper defined in a function that never calls nor names it (DeepSDF's
 `empirical_stat`: it runs nowhere) or a private function of a module's top level that nothing in the project
 names (`_encode`; a public one may be called by name, by a runner or another project, and a private one of a
-package's `__init__.py` is an attribute of the package, `torch.cuda._compile_kernel`),
+package's `__init__.py` is an attribute of the package, `torch.cuda._compile_kernel`), code after a statement
+that always leaves its block (`return`, `raise`, `continue`, `break`, `sys.exit()`, `pytest.skip()`, a test's
+`self.skipTest(...)`), which never runs,
 `if args.cuda:` where `args.cuda = not args.no_cuda and torch.cuda.is_available()` (a flag that turns the GPU
 off, `--no-cuda`, is a setting: `if not args.no_cuda:` alone guards nothing), the `else` of `if args.cpu:` (and the
 body of `if not args.cpu:`) where the file declares `--cpu` with `action="store_true", default=True`, which no
@@ -130,7 +135,9 @@ module imports), in the `else` of
 (`init_env(args)` that exits without a GPU; followed up to four calls deep, dinov2's `setup(args)` ->
 `default_setup(args)` -> `distributed.enable()`; also an exit that a parameter's default switches on, Megatron's
 `initialize_megatron(args, allow_no_cuda=False)` asserting CUDA under `if not allow_no_cuda:`, where the call does
-not pass that parameter), guards held in a variable (`use_gpu = torch.cuda.is_available()`; a count whose other
+not pass that parameter; or in the `__init__` of a class of the project built first, apex's
+`FusedAdam(params)`, which raises "requires cuda extensions" unless its CUDA extension imports), guards held
+in a variable (`use_gpu = torch.cuda.is_available()`; a count whose other
 arm is `0`, `num_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0`, then `assert
 num_devices > 0`; also a flag imported from a module of the project that assigns it once so, torchtune's
 `_SUPPORTS_FLEX_ATTENTION`)
@@ -139,7 +146,9 @@ or returned by a function of the project (`if not enough_gpus(2): sys.exit()` wh
 `True` only under such a guard (`cuda_flag = False`, then `cuda_flag = True` inside `if
 torch.cuda.is_available():`), a flag whose `if` somewhere in the file starts a CUDA-only flow (`if distributed:
 dist.init_process_group("nccl")`: a later `if distributed:` is that flow; also one set to `True` in a block
-that then starts such a flow, `distributed = True` / `init_dist(args.launcher, **cfg.dist_params)`),
+that then starts such a flow, `distributed = True` / `init_dist(args.launcher, **cfg.dist_params)`; and a flag
+whose `if not` starts one, fairscale's `if not args.cpu: torch.cuda.set_device(rank)`: a later `if not args.cpu:`
+is that flow too),
 an opt-in flag that is off by default (`--cuda` with `action="store_true"`; a flag is named for the GPU by its
 own name, `args.use_gpu`, not by what holds it: `accelerator.sync_gradients` is no check, nor is `if accelerator:`
 of an `Accelerator()` object), a function every call of which
@@ -167,7 +176,9 @@ time that names every parameter without a default, three or more, and the device
 ..., device=device)`; and, for a method whose callers reach its object through an attribute and never name its
 class where they call it, the calls by its name on such an attribute in the files that mention its class, those
 whose attribute the caller's class builds from another class left out: ReCamMaster's prompters,
-`self.prompter = SDPrompter()` then `self.prompter.encode_prompt(prompt, device=self.device)`; a call under
+`self.prompter = SDPrompter()` then `self.prompter.encode_prompt(prompt, device=self.device)`; where no file
+names the class, built from a config, such calls anywhere in the linted tree: Stable Diffusion's
+`self.cond_stage_model.get_unconditional_conditioning(batch_size, device=self.device)`; a call under
 `if torch.cuda.is_available():` may leave the default) or that the function only compares or hands to a
 torch query or reads only where CUDA is certain (past a first statement `import triton`), the default of a
 function also bound to another name (`renderer = render_rays`: it is called
@@ -179,7 +190,9 @@ torch.device = attr.ib(default=torch.device("cuda"))`) that every construction o
 move — torch's losses, parameter-free activations, dropout and pooling (`nn.CrossEntropyLoss().cuda()`,
 `criterion = nn.MSELoss()` then `criterion.cuda()`, `nn.CrossEntropyLoss(reduction=self.reduction).cuda()`; a
 weighted loss only with constant positional arguments and `weight` / `pos_weight`: not
-`nn.CrossEntropyLoss(weight=w)`, whose weight is a buffer, nor `nn.PReLU()`), and the project's module classes
+`nn.CrossEntropyLoss(weight=w)`, whose weight is a buffer, nor `nn.PReLU()`; timm's `SoftTargetCrossEntropy()`,
+`LabelSmoothingCrossEntropy(...)`, `JsdCrossEntropy(...)`, not its `BinaryCrossEntropy`), and the project's
+module classes
 with no parameters, buffers or submodules other than such torch modules (`self.criterion =
 nn.MSELoss(reduction="mean")`; also a weighted loss of an `__init__` parameter that the construction leaves
 `None`: `CrossEntropyLoss2d(ignore_index=255).cuda()` where `__init__(self, weight=None, ...)` keeps
@@ -749,13 +762,14 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
         return False
     # args.device: not torch.device, nor an object's own attribute (self.device)
     reads = [a for a in ctx.nodes(cst.Attribute) if a.attr.value == option.dest and isinstance(a.value, cst.Name)
-             and a.value.value not in ("self", "cls") and ctx.qualname(a) is None]
+             and a.value.value not in ("self", "cls") and ctx.qualname(a) is None
+             and not _bound_to_other_object(ctx, a.value)]
     guard = guards(ctx)
 
     def harmless(read: cst.Attribute) -> bool:
         if _past_cuda_fallback(ctx, read) or _replaced_without_cuda(ctx, read) or _replaced_before(ctx, read):
             return True
-        if _handed_to_chooser(ctx, read):
+        if _handed_to_chooser(ctx, read) or _handed_to_inert_parameter(ctx, read, option.text("default")):
             return True  # args.device = check_device(args.device): the helper falls back without CUDA
         parent = ctx.parent(read)
         if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)) and _selects_cuda(ctx, parent):
@@ -763,6 +777,36 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
         return _inspected(ctx, read, depth=1) or guard.is_guarded(read) or _built_into_unused_device(ctx, read)
 
     return bool(reads) and all(harmless(read) for read in reads)
+
+
+def _bound_to_other_object(ctx: Context, name: cst.Name) -> bool:
+    """Is ``name`` (the ``model`` of ``model.device``) bound, everywhere in its scope, by unpacking what a call
+    returned (``tokenizer, model, image_processor, context_len = load_pretrained_model(...)``)? Such a name holds
+    an object the call made, not the parsed options: its ``.device`` is no read of the ``--device`` option."""
+    scope = bindings(ctx).resolve(name, name.value)
+    bound = scope.bindings.get(name.value, []) if scope is not None else []
+    return bool(bound) and all(isinstance(b.node, cst.Assign) and isinstance(b.node.value, cst.Call)
+                               and all(isinstance(t.target, (cst.Tuple, cst.List)) for t in b.node.targets)
+                               and not (dotted_name(b.node.value.func) or "").endswith("parse_known_args")
+                               for b in bound)  # (`args, rest = parser.parse_known_args()` holds the options)
+
+
+def _handed_to_inert_parameter(ctx: Context, read: cst.BaseExpression, default: str | None) -> bool:
+    """Is ``read`` (``args.device``) an argument of a call of a function of the project whose parameter the function
+    never uses as a device with the option's default: LLaVA's ``load_pretrained_model(..., device=args.device)``,
+    whose ``device="cuda"`` is used only under ``if device != "cuda":`` (analysis.parameter_used_as_device). The
+    parameter must default to the option's own default (or to nothing), which the function rules out the same."""
+    arg = ctx.parent(read)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(arg, cst.Arg) or not isinstance(call, cst.Call) or arg.value is not read:
+        return False
+    found = _parameter_for(ctx, call, arg)
+    if found is None:
+        return False
+    param_ctx, param = found
+    if param.default is not None and (default is None or string_value(param.default) != default):
+        return False
+    return not parameter_used_as_device(param_ctx, param)
 
 
 def _built_into_unused_device(ctx: Context, read: cst.BaseExpression) -> bool:

@@ -43,8 +43,9 @@ class NumpyNeedsDetachCpu(Rule):
 
     doc_what = '''
 Finds `.numpy()` on a torch tensor that, by the evidence in the code, may require grad or live off the
-CPU: created with `requires_grad=True` or as an `nn.Parameter`; the output of a module or model call (or
-arithmetic on such values) outside `torch.no_grad()` / `torch.inference_mode()`; created with a
+CPU: created with `requires_grad=True` or as an `nn.Parameter`; the output of a module or model call (also
+a module's method calling the module itself, `self(image)` or `self.forward(image)`; or arithmetic on such
+values) outside `torch.no_grad()` / `torch.inference_mode()`; created with a
 `device=` that is not literally the CPU; moved with `.cuda()` or `.to(device)`; and values derived from
 those (indexing, arithmetic, tensor methods).
 

@@ -63,8 +63,10 @@ more such functions, across the project's modules), called before the write on e
 the same flow (`setup(); configure_env()`, `self.prepare(); self.select()`), at the module's top level
 (`N_GPUS = gpu_count()`), or in `__init__` for a write in another method; and the same at the top level of a
 module of the project the file imports by absolute name at its top, before the write (WeNet's `from
-wenet.utils.common import TORCH_NPU_AVAILABLE`, whose module runs `TORCH_NPU_AVAILABLE = is_torch_npu_available()`:
-one import deep). A call in a branch, a loop's body, a handler or a nested function may not run, and is not
+wenet.utils.common import TORCH_NPU_AVAILABLE`, whose module runs `TORCH_NPU_AVAILABLE = is_torch_npu_available()`),
+or at the top level of a module of the project that such a module imports at its top, in turn (WeNet's export
+scripts import `wenet.utils.init_model`, whose imports reach common.py; at most 8 imports deep). A call in a
+branch, a loop's body, a handler or a nested function may not run, and is not
 counted; except in the handler of a `try` that only imports an optional package (`try: import torch_npu` /
 `except ImportError:`), which runs wherever the package is missing, as on a CUDA machine. The initialising
 calls are
@@ -514,8 +516,9 @@ def _imported_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call, 
     """CUDA initialised when the file imported a module of the project at its top, before ``node`` (a write in a
     function runs after every import of its module), whose own top level certainly initialises it: WeNet's
     ``from wenet.utils.common import TORCH_NPU_AVAILABLE``, where common.py runs ``TORCH_NPU_AVAILABLE =
-    is_torch_npu_available()``, which asks ``torch.cuda.is_available()`` where torch_npu is missing. One
-    import deep; absolute imports only."""
+    is_torch_npu_available()``, which asks ``torch.cuda.is_available()`` where torch_npu is missing; also a
+    module that module imports in turn, at its top (WeNet's export scripts import ``wenet.utils.init_model``,
+    whose imports reach common.py). The file's own imports are absolute ones only."""
     project = ctx.project
     if project is None:
         return None
@@ -525,10 +528,11 @@ def _imported_init(ctx: Context, node: cst.CSTNode) -> tuple[Context, cst.Call, 
         if top is not None and ctx.order[stmt] >= ctx.order[top]:
             break
         for module in _absolute_imports(stmt):
-            path = project.module_file(module, ctx.path)
-            other = project.context(path) if path is not None else None
-            if other is not None and other is not ctx:
-                found = _top_init(other)
+            for reached in project.imported_files(module, ctx.path):
+                if b"cuda" not in (project.read(reached) or b""):
+                    continue
+                other = project.context(reached)
+                found = _top_init(other) if other is not None and other is not ctx else None
                 if found is not None:
                     return found[0], found[1], None
     return None
@@ -786,11 +790,15 @@ def _import_prelude(ctx: Context, node: cst.Assign | cst.Call, before_torch: Seq
 
 def _top_statement(ctx: Context, node: cst.CSTNode) -> cst.CSTNode | None:
     """The module-level statement ``node`` is in, when it runs unconditionally at import (not under
-    ``if __name__ == "__main__":`` or another condition)."""
+    ``if __name__ == "__main__":`` or another condition; the condition itself runs: semseg's PSA extension,
+    ``if torch.cuda.is_available(): gpu = load(...)``)."""
     child = node
     for anc in ctx.ancestors(node):
         if isinstance(anc, cst.Module):
             return child
+        if isinstance(anc, (cst.If, cst.While)) and child is anc.test:
+            child = anc
+            continue
         if isinstance(anc, (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef)):
             return None
         child = anc
