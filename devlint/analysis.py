@@ -281,12 +281,42 @@ def _stored_unread(ctx: Context, assign: cst.Assign) -> bool:
     # read by the class (self.device) or through an object of it elsewhere (loss.device): any read counts, but
     # a tensor's (`out.device` where the same function reads `out.shape`: no instance of a class that stores
     # its device has a shape)
+    # (not a part of what an attribute holds: `self.model.positional_embedding.device` is a tensor's)
     tensors = ctx.shared("analysis.tensor_names", _tensor_names)
     return not any(a.attr.value == attr and a is not target and not isinstance(ctx.parent(a), cst.AssignTarget)
                    and ctx.qualname(a) is None  # torch.device is no read of it
-                   and (any(c is cls for c in ctx.ancestors(a)) if _is_self(a.value) else not (
-                       isinstance(a.value, cst.Name) and (id(ctx.enclosing_function(a)), a.value.value) in tensors))
+                   and (any(c is cls for c in ctx.ancestors(a)) and not _rebound_first(ctx, a, assign)
+                        if _is_self(a.value) else not (
+                       isinstance(a.value, cst.Name) and (id(ctx.enclosing_function(a)), a.value.value) in tensors)
+                       and not _held_part(a.value))
                    for a in ctx.nodes(cst.Attribute))
+
+
+def _rebound_first(ctx: Context, read: cst.Attribute, stored: cst.Assign) -> bool:
+    """Is ``read`` (``self.device``) preceded, in its function's own body, by another statement of the function
+    that assigns the attribute anew, ``self.device = self.model.positional_embedding.device`` (VideoCrafter's
+    OpenCLIP embedder's ``forward``)? It reads that value, not the one ``stored``."""
+    func = ctx.enclosing_function(read)
+    body = func.body.body if func is not None and isinstance(func.body, cst.IndentedBlock) else []
+    attr = read.attr.value
+    for stmt in body:
+        if ctx.order[stmt] >= ctx.order[read]:
+            return False
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and small is not stored and any(
+                isinstance(t.target, cst.Attribute) and _is_self(t.target.value) and t.target.attr.value == attr
+                for t in small.targets):
+            return True
+    return False
+
+
+def _held_part(expr: cst.BaseExpression) -> bool:
+    """``self.model.positional_embedding``: a part of an object an attribute of ``self`` holds (two attributes
+    or more below ``self``), no object of a class that stores its own device."""
+    hops = 0
+    while isinstance(expr, cst.Attribute):
+        expr, hops = expr.value, hops + 1
+    return hops >= 2 and _is_self(expr)
 
 
 def _tensor_names(ctx: Context) -> frozenset[tuple[int, str]]:

@@ -22,6 +22,7 @@ from devlint.analysis import CommandLineOption, command_line_option, command_lin
 from devlint.context import Context, decorator_target, dotted_name, own_method, string_value, walk
 from devlint.lazy import LazyModule
 from devlint.project import (
+    argument_for,
     call_sites,
     callee,
     inherited_method,
@@ -105,6 +106,7 @@ class Guards:
         self._requires: dict[tuple[int, int], bool] = {}
         self._unless: dict[tuple[int, int], frozenset[str] | None] = {}
         self._entered: dict[tuple[int, int], bool] = {}
+        self._named_guarded: dict[int, bool] = {}
         self._always: dict[tuple[int, int], bool] = {}  # (id of an expression, depth) -> _always_on
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
@@ -1219,13 +1221,10 @@ class Guards:
                     return True  # a function of a module that raises at import without CUDA (never callable then),
                     # or a helper nothing calls or names (its body runs nowhere)
                 owner = self.ctx.parent(self.ctx.parent(anc))
-                if isinstance(owner, cst.ClassDef) and self._in_cuda_only_class(anc, owner):
+                if isinstance(owner, cst.ClassDef) and self._method_guarded(anc, owner, depth):
                     return True
                 if depth > 0 and self._entered_guarded(anc, depth):
                     return True
-                if depth > 0 and isinstance(owner, cst.ClassDef) and instance_method(anc) \
-                        and self._constructed_guarded(owner, depth):
-                    return True  # a method of a class built only where CUDA is certain: its instances live there
                 if not isinstance(owner, cst.FunctionDef) and not (
                         isinstance(owner, cst.ClassDef) and self.ctx.enclosing_function(owner) is not None):
                     return False
@@ -1234,6 +1233,33 @@ class Guards:
                 # class defined in a function (a test's own autograd Function)
             child = anc
         return False
+
+    def _method_guarded(self, method: cst.FunctionDef, owner: cst.ClassDef, depth: int) -> bool:
+        """Does the class make its method run only where CUDA is certain: a GPU-only class
+        (:meth:`_in_cuda_only_class`), one built only where CUDA is certain (an instance method: its instances live
+        there), one the project names only there (captum's metaclass)?"""
+        return self._in_cuda_only_class(method, owner) or (
+            depth > 0 and instance_method(method) and self._constructed_guarded(owner, depth)) \
+            or self._named_only_where_guarded(owner)
+
+    def _named_only_where_guarded(self, cls: cst.ClassDef) -> bool:
+        """Is the top-level class ``cls`` named only where CUDA is certain: no other file of the project mentions
+        it, and each mention in its own (a call, a base, ``metaclass=``) is guarded? captum's
+        ``DataParallelMeta``, the metaclass of a test class defined only under ``if torch.cuda.is_available() and
+        torch.cuda.device_count() != 0:``: its methods run only where that class is defined."""
+        key = id(cls)
+        held = self._named_guarded.get(key)
+        if held is None:
+            self._named_guarded[key] = False  # while computing (a mention inside the class itself)
+            name = cls.name.value
+            project = self.ctx.project
+            mentions = [n for n in self.ctx.nodes(cst.Name) if n.value == name
+                        and not any(a is cls for a in self.ctx.ancestors(n))]  # (not `super(Meta, cls)` in it)
+            held = self.ctx.parent(cls) is self.ctx.module and bool(mentions) \
+                and all(self.is_guarded(n, depth=0) for n in mentions) and not (
+                    project is not None and project.mentioned_elsewhere(name, os.path.abspath(self.ctx.path)))
+            self._named_guarded[key] = held
+        return held
 
     def _in_cuda_only_class(self, method: cst.FunctionDef, owner: cst.ClassDef) -> bool:
         """Is ``method`` a method of a GPU-only class (CUDAAccelerator, one whose ``__init__`` sets the GPU: not
@@ -1399,7 +1425,7 @@ class Guards:
         if isinstance(anc, (cst.If, cst.While)) and child is not anc.test:
             if child is anc.body:
                 return self.polarity(anc.test) is Polarity.AVAILABLE or self._off_flag(anc.test) \
-                    or self._never_true(anc.test)
+                    or self._never_true(anc.test) or self._chosen_only_where_guarded(anc.test)
             # the else of `if not cuda_ok:`, of `if args.cpu:` where --cpu is always on
             return self._implies_unavailable(anc.test) or (isinstance(anc, cst.If) and self._always_on(anc.test))
         if isinstance(anc, cst.IfExp) and child is not anc.test and (
@@ -1422,6 +1448,43 @@ class Guards:
         if isinstance(anc, cst.For) and child is anc.body:
             return self._empty_without_cuda(anc.iter)  # for i in range(torch.cuda.device_count()):
         return None
+
+    def _chosen_only_where_guarded(self, test: cst.BaseExpression) -> bool:
+        """``if mode == "cpu":`` where ``mode`` is a parameter of the function around it whose default is another
+        value, and every call of the function in the project that may pass that value is guarded (YOLOX's
+        ``get_assignments(..., mode="gpu")``, called with ``"cpu"`` only in the handler of its CUDA out-of-memory
+        fallback, where CUDA is there): the branch runs only there. A function nobody in the project calls (a
+        public API) is not."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, cst.Equal)):
+            return False
+        left, right = test.left, test.comparisons[0].comparator
+        name, value = (left, string_value(right)) if isinstance(left, cst.Name) else (right, string_value(left))
+        func = self.ctx.enclosing_function(test)
+        if not isinstance(name, cst.Name) or value is None or func is None:
+            return False
+        param = next((p for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)
+                      if p.name.value == name.value), None)
+        if param is None or param.default is None or string_value(param.default) in (None, value) \
+                or any(self.ctx.enclosing_function(n) is func and n.value == name.value and _is_assigned(self.ctx, n)
+                       for n in self.ctx.nodes(cst.Name)):
+            return False  # (no default, another default, or rebound in the function: the value is not the call's)
+        sites = call_sites(self.ctx, func)
+        if not sites:
+            return False
+        index, is_method = parameter_position(self.ctx, func, param)
+        entered = False  # (a branch no call enters is left to the callers outside the project: not judged)
+        for site_ctx, call in sites:
+            if any(a.star for a in call.args):
+                return False
+            bound = is_method and isinstance(call.func, cst.Attribute)
+            passed = argument_for(call, name.value, index, bound)
+            if passed is None or string_value(passed) not in (None, value):
+                continue  # leaves the default or passes another value: the branch does not run for this call
+            if not guards(site_ctx).is_guarded(call, depth=0):
+                return False
+            entered = True
+        return entered
 
     def _never_true(self, test: cst.BaseExpression) -> bool:
         """``not args.cpu`` where ``args.cpu`` is always on (:meth:`_always_on`)."""
@@ -1732,6 +1795,15 @@ def _returns_with_cuda(call: cst.Call, places: object) -> bool:
 # The "is a method" of a parameter place of a class's __init__ (:meth:`Guards._callee_requires_cuda`): its
 # construction binds the object to the first parameter, whether the class is called by name or as an attribute
 _CONSTRUCTED = 2
+
+
+def _is_assigned(ctx: Context, name: cst.Name) -> bool:
+    """Is ``name`` the target of an assignment (``mode = "cpu"``, ``for mode in ...``, ``mode += ...``)?"""
+    parent = ctx.parent(name)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
+        parent = ctx.parent(parent)
+    return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr,
+                               cst.AsName))
 
 
 def _returns(stmt: cst.CSTNode) -> bool:

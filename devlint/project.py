@@ -547,11 +547,20 @@ class Project:
         dots = module[:len(module) - len(module.lstrip("."))]
         parts = module[len(dots):].split(".")
         own = os.path.dirname(os.path.abspath(importer))
+        # the packages are the folders above the module's own file (a models/__init__.py elsewhere in the run is
+        # another package: Wonder3D's NeuS/models has none, its instant-nsr-pl/models one imports tinycudann)
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.basename(path) == "__init__.py":
+            folder = os.path.dirname(folder)
+        above: dict[int, str] = {}
+        for k in range(len(parts) - 1, 0, -1):
+            above[k] = os.path.join(folder, "__init__.py")
+            folder = os.path.dirname(folder)
         found = []
         for k in range(1, len(parts)):
             package = dots + ".".join(parts[:k])  # relative too: MambaVision's `from .models.registry import ...`
             init = self._import_file(package, importer)
-            if init is not None and init != path and init.endswith("__init__.py") \
+            if init is not None and init != path and init == above[k] \
                     and os.path.commonpath([own, os.path.dirname(init)]) != os.path.dirname(init):
                 found.append(package)
         return found
@@ -1493,7 +1502,7 @@ def passed_values(ctx: Context, param: cst.Param) -> list[tuple[Context, cst.Bas
         if any(a.star for a in call.args):
             return None
         bound = is_method and (isinstance(call.func, cst.Attribute) or func.name.value == "__init__")
-        value = _argument_for(call, name, index, bound)
+        value = argument_for(call, name, index, bound)
         if value is None:
             if param.default is None:
                 return None
@@ -1534,10 +1543,10 @@ def leaves_default(call: cst.Call, name: str, index: int | None, bound: bool) ->
         return False  # *args / **kwargs: may pass it
     if bound and index == 0:
         return False  # the object itself
-    return _argument_for(call, name, index, bound) is None
+    return argument_for(call, name, index, bound) is None
 
 
-def _argument_for(call: cst.Call, name: str, index: int | None, bound: bool) -> cst.BaseExpression | None:
+def argument_for(call: cst.Call, name: str, index: int | None, bound: bool) -> cst.BaseExpression | None:
     """What ``call`` passes for the parameter ``name`` (at positional ``index``; ``bound``: its first
     parameter is the object the method is called on, no argument), by keyword or by position; None when it
     passes nothing there (``*args`` / ``**kwargs`` are the caller's to check)."""

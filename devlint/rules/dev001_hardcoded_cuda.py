@@ -18,7 +18,7 @@ from devlint.analysis import (
     parameterless_module,
     pytest_module,
 )
-from devlint.bindings import bindings, device_name_at
+from devlint.bindings import device_name_at
 from devlint.context import Context, decorator_target, dotted_name, string_value, walk
 from devlint.devices import UseKind
 from devlint.diagnostics import Applicability, Edit, Evidence, Finding, Fix, FixAvailability
@@ -94,8 +94,9 @@ keyword the function does not take or missing an argument: it raises TypeError f
 `device=torch.device("cuda")`, not one used so only where a condition rules the default out (LLaVA's `if
 device != "cuda": kwargs["device_map"] = {"": device}`, the `else` of `if device == "cuda":`), nor one
 only stored in a `self.device` that nothing reads: the class's own
-`self.device`, or `x.device` of an object elsewhere in the file, but not of a tensor, a name whose `.shape`,
-`.dtype`, `.view(...)` the same function reads), and `.cuda()` calls.
+`self.device` (not one that follows the method's own `self.device = ...`), or `x.device` of an object elsewhere
+in the file, but not of a tensor, a name whose `.shape`, `.dtype`, `.view(...)` the same function reads, nor of
+a part of what an attribute holds, `self.model.positional_embedding.device`), and `.cuda()` calls.
 
 Also: the legacy CUDA tensor types (`torch.cuda.FloatTensor(...)`, `Tensor = torch.cuda.FloatTensor`,
 `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), and a `"cuda"` passed to a function or method of
@@ -105,7 +106,9 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 (`"cuda" if torch.cuda.is_available() else "cpu"`, the cuda/mps/cpu chain), code inside
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, `if isinstance(x.data,
 torch.cuda.FloatTensor):` (a tensor of a CUDA type lives on a GPU; also after `assert isinstance(x,
-torch.cuda.LongTensor)`), a helper defined in a function that never calls nor names it (DeepSDF's
+torch.cuda.LongTensor)`), the methods of a class that the project names only under such a check (captum's
+`DataParallelMeta`, the metaclass of a test class defined under `if torch.cuda.is_available():`), a helper
+defined in a function that never calls nor names it (DeepSDF's
 `empirical_stat`: it runs nowhere) or a private function of a module's top level that nothing in the project
 names (`_encode`; a public one may be called by name, by a runner or another project, and a private one of a
 package's `__init__.py` is an attribute of the package, `torch.cuda._compile_kernel`), code after a statement
@@ -123,7 +126,9 @@ over
 sets it to `[]` without CUDA) (no iteration without a GPU) (also a device variable
 read only there or compared, directly or through names built from it: `DEVICE = "cuda"`, `CUDA_DEVICE =
 f"{DEVICE}:{DEVICE_ID}"`, `device = torch.device("cuda:0")` (building a device needs no CUDA: gsplat's tests)
-used only under such a check or in tests skipped without CUDA, or handed only to functions of the project that
+used only under such a check, past a fallback of its own (Stable-Baselines3's `get_device("auto")`: `device =
+th.device(device)`, then `if device.type == "cuda" and not th.cuda.is_available(): return th.device("cpu")`),
+or in tests skipped without CUDA, or handed only to functions of the project that
 never use that parameter as a device (also `--device` with default `"cuda"` read only as
 `device = torch.device(args.device)` of such a variable: YOLOS's `get_val_json(..., device, ...)` whose
 `samples.to(device)` is commented out; a device variable that nothing reads yet is still reported: it is the
@@ -318,7 +323,8 @@ the project that builds CUDA kernels at its top level when imported (`fused = lo
 "kernel.cu"])`: without the CUDA toolkit the import raises), directly or through modules of the project
 that import it at their top level, unconditionally (a package's `__init__.py` too, which importing
 `models.registry` runs first, and `models/__init__.py` for a package's `from .models.registry import
-create_model`; up to eight imports away, relative imports too:
+create_model`: the one in the folder above the module's file, not another package's of the same name; up to
+eight imports away, relative imports too:
 `from .op.deform_attn import deform_attn`, `from ..functions import MSDeformAttnFunction`; also in a `try`
 whose handlers re-raise, or whose handler imports another CUDA-only module: `try: import _raymarching` /
 `except ImportError: from .backend import _backend` that builds it; not when the handler falls back to
@@ -334,7 +340,10 @@ only); a method of a custom autograd Function that launches a kernel of a compil
 module's top (`ext_module = ext_loader.load_ext("_ext", [...])`, `_backend = cpp_extension.load(...)`,
 `import pointnet2_cuda`): the op's device is its kernel's, and the CUDA buffers it allocates for the kernel
 (`torch.cuda.IntTensor(B, n)`, mmcv's point-cloud ops) say the kernel is a CUDA kernel (an autograd Function in
-plain torch, with no extension, is reported as any code is); an `except` handler for CUDA running out of memory;
+plain torch, with no extension, is reported as any code is); an `except` handler for CUDA running out of memory,
+and the body of `if mode == "cpu":` where `mode` is a parameter defaulting to another value that only such
+guarded calls pass as `"cpu"` (YOLOX's `get_assignments(..., mode="gpu")`, called with `"cpu"` in its
+out-of-memory fallback);
 and, in a project whose process group is NCCL, the distributed helpers (those that return unless
 `torch.distributed` is initialised, and functions that run a collective such as `broadcast`) and the branch a
 flag named for distributed training takes (`if distributed:` of mmdet's `train_detector(..., distributed)`,
@@ -780,15 +789,16 @@ def _option_only_inspected(ctx: Context, arg: cst.CSTNode | None) -> bool:
 
 
 def _bound_to_other_object(ctx: Context, name: cst.Name) -> bool:
-    """Is ``name`` (the ``model`` of ``model.device``) bound, everywhere in its scope, by unpacking what a call
-    returned (``tokenizer, model, image_processor, context_len = load_pretrained_model(...)``)? Such a name holds
-    an object the call made, not the parsed options: its ``.device`` is no read of the ``--device`` option."""
-    scope = bindings(ctx).resolve(name, name.value)
-    bound = scope.bindings.get(name.value, []) if scope is not None else []
-    return bool(bound) and all(isinstance(b.node, cst.Assign) and isinstance(b.node.value, cst.Call)
-                               and all(isinstance(t.target, (cst.Tuple, cst.List)) for t in b.node.targets)
-                               and not (dotted_name(b.node.value.func) or "").endswith("parse_known_args")
-                               for b in bound)  # (`args, rest = parser.parse_known_args()` holds the options)
+    """Is ``name`` (the ``model`` of ``model.device``) an object with behaviour: the function around it (or the
+    module) calls it or a method of it (``model.generate(...)``, ``model(x)``)? Parsed options have no methods: its
+    ``.device`` is no read of the ``--device`` option (LLaVA's ``tokenizer, model, ... = load_pretrained_model(...)``
+    then ``image.to(model.device)``)."""
+    scope = ctx.enclosing_function(name)
+    def on_name(func: cst.BaseExpression) -> bool:
+        target = func.value if isinstance(func, cst.Attribute) else func
+        return isinstance(target, cst.Name) and target.value == name.value
+
+    return any(on_name(call.func) for call in ctx.nodes(cst.Call) if ctx.enclosing_function(call) is scope)
 
 
 def _handed_to_inert_parameter(ctx: Context, read: cst.BaseExpression, default: str | None) -> bool:
@@ -1052,7 +1062,8 @@ def _binds(ctx: Context, name: cst.Name) -> bool:
 def _flows_where_guarded(ctx: Context, read: cst.BaseExpression, depth: int) -> bool:
     """Does the value read at ``read`` reach a device only where CUDA was checked for: the read is guarded or
     compared, or it flows (through conditional expressions and f-strings) into a name read only so?"""
-    if guards(ctx).is_guarded(read):
+    if guards(ctx).is_guarded(read) or (isinstance(read, cst.Name) and (
+            _after_cuda_fallback(ctx, read) or _rebuilt_as_device(ctx, read) or _type_inspected(ctx, read))):
         return True
     expr: cst.CSTNode = read
     parent = ctx.parent(expr)
@@ -1068,6 +1079,62 @@ def _flows_where_guarded(ctx: Context, read: cst.BaseExpression, depth: int) -> 
             # get_val_json(data_loader, base_ds, device, ...), whose `samples.to(device)` is commented out)
     return depth > 0 and isinstance(parent, cst.Assign) and isinstance(expr, cst.BaseExpression) \
         and _read_only_where_guarded(ctx, expr, depth - 1)
+
+
+def _after_cuda_fallback(ctx: Context, read: cst.Name) -> bool:
+    """Is ``read`` (``device``) after a statement of a block around it that falls back when this very name asks for
+    CUDA and there is none: ``if device.type == "cuda" and not torch.cuda.is_available():`` whose body returns,
+    raises or rebinds the name (Stable-Baselines3's ``get_device``: ``return th.device("cpu")``)? Past it the
+    value is not CUDA, or CUDA is there."""
+    check = guards(ctx)
+    child: cst.CSTNode = read
+    for anc in ctx.ancestors(read):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(anc, cst.IndentedBlock):
+            for stmt in anc.body:
+                if stmt is child:
+                    break
+                if isinstance(stmt, cst.If) and stmt.orelse is None and _falls_back(ctx, check, stmt, read.value):
+                    return True
+        child = anc
+    return False
+
+
+def _falls_back(ctx: Context, check: Guards, stmt: cst.If, name: str) -> bool:
+    test = stmt.test
+    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)
+            and _without_cuda(check, test)):
+        return False
+    if not any(isinstance(side, cst.Comparison) and "cuda" in ctx.code(side)
+               and any(isinstance(n, cst.Name) and n.value == name for n in walk(side))
+               for side in (test.left, test.right)):
+        return False
+    body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else []
+    last = body[-1] if body else None
+    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else []
+    return any(isinstance(small, (cst.Return, cst.Raise)) for small in smalls) or any(
+        isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                               for t in small.targets)
+        for b in body if isinstance(b, cst.SimpleStatementLine) for small in b.body)
+
+
+def _rebuilt_as_device(ctx: Context, read: cst.Name) -> bool:
+    """``device = torch.device(device)``: the name read to build a device object bound to the same name, whose
+    own reads are the name's (building it needs no CUDA)."""
+    arg = ctx.parent(read)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    assign = ctx.parent(call) if isinstance(call, cst.Call) else None
+    return isinstance(call, cst.Call) and ctx.qualname(call.func) == "torch.device" \
+        and isinstance(assign, cst.Assign) and len(assign.targets) == 1 \
+        and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == read.value
+
+
+def _type_inspected(ctx: Context, read: cst.Name) -> bool:
+    """``device.type == "cuda"``, ``device.index is None``: a look at the device's parts."""
+    parent = ctx.parent(read)
+    return isinstance(parent, cst.Attribute) and parent.attr.value in ("type", "index") \
+        and isinstance(ctx.parent(parent), (cst.Comparison, cst.ComparisonTarget))
 
 
 def _is_target(ctx: Context, name: cst.Name) -> bool:
