@@ -1246,14 +1246,16 @@ class Guards:
         """Is the top-level class ``cls`` named only where CUDA is certain: no other file of the project mentions
         it, and each mention in its own (a call, a base, ``metaclass=``) is guarded? captum's
         ``DataParallelMeta``, the metaclass of a test class defined only under ``if torch.cuda.is_available() and
-        torch.cuda.device_count() != 0:``: its methods run only where that class is defined."""
+        torch.cuda.device_count() != 0:``: its methods run only where that class is defined. (Mentions in other
+        files are not followed: there the guards devlint reads lost labelled bugs, YOLOv7's losses built by a
+        training script.)"""
         key = id(cls)
         held = self._named_guarded.get(key)
         if held is None:
             self._named_guarded[key] = False  # while computing (a mention inside the class itself)
             name = cls.name.value
             project = self.ctx.project
-            mentions = [n for n in self.ctx.nodes(cst.Name) if n.value == name
+            mentions = [n for n in self.ctx.nodes(cst.Name) if n.value == name and _reference(self.ctx, n)
                         and not any(a is cls for a in self.ctx.ancestors(n))]  # (not `super(Meta, cls)` in it)
             held = self.ctx.parent(cls) is self.ctx.module and bool(mentions) \
                 and all(self.is_guarded(n, depth=0) for n in mentions) and not (
@@ -1795,6 +1797,19 @@ def _returns_with_cuda(call: cst.Call, places: object) -> bool:
 # The "is a method" of a parameter place of a class's __init__ (:meth:`Guards._callee_requires_cuda`): its
 # construction binds the object to the first parameter, whether the class is called by name or as an attribute
 _CONSTRUCTED = 2
+
+
+def _reference(ctx: Context, name: cst.Name) -> bool:
+    """Is ``name`` a reference to what the name is bound to: not the name a ``class`` or ``def`` defines, an
+    attribute (``cog.Predictor``), a keyword argument's keyword or an import's alias?"""
+    parent = ctx.parent(name)
+    if isinstance(parent, cst.Attribute):
+        return parent.value is name
+    if isinstance(parent, (cst.ClassDef, cst.FunctionDef)):
+        return parent.name is not name
+    if isinstance(parent, cst.Arg):
+        return parent.keyword is not name
+    return not isinstance(parent, (cst.ImportAlias, cst.AsName, cst.Param))
 
 
 def _is_assigned(ctx: Context, name: cst.Name) -> bool:

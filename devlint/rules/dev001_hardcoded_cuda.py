@@ -107,7 +107,8 @@ Not reported: device-agnostic code — a conditional expression that tests avail
 `if torch.cuda.is_available():`, `if x.is_cuda:`, `if x.device.type == "cuda":`, `if isinstance(x.data,
 torch.cuda.FloatTensor):` (a tensor of a CUDA type lives on a GPU; also after `assert isinstance(x,
 torch.cuda.LongTensor)`), the methods of a class that the project names only under such a check (captum's
-`DataParallelMeta`, the metaclass of a test class defined under `if torch.cuda.is_available():`), a helper
+`DataParallelMeta`, the metaclass of a test class defined under `if torch.cuda.is_available():`; a class other
+files name is not judged so), a helper
 defined in a function that never calls nor names it (DeepSDF's
 `empirical_stat`: it runs nowhere) or a private function of a module's top level that nothing in the project
 names (`_encode`; a public one may be called by name, by a runner or another project, and a private one of a
