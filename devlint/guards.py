@@ -107,6 +107,7 @@ class Guards:
         self._unless: dict[tuple[int, int], frozenset[str] | None] = {}
         self._entered: dict[tuple[int, int], bool] = {}
         self._named_guarded: dict[int, bool] = {}
+        self._chosen: dict[int, bool] = {}
         self._always: dict[tuple[int, int], bool] = {}  # (id of an expression, depth) -> _always_on
         self._indices: dict[int, dict[int, int]] = {}
         self._checked: frozenset[str] | None = None
@@ -1460,6 +1461,12 @@ class Guards:
         if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
                 and isinstance(test.comparisons[0].operator, cst.Equal)):
             return False
+        held = self._chosen.get(id(test))
+        if held is None:  # (asked again for every line under the `if`: once per test)
+            held = self._chosen[id(test)] = self._chosen_uncached(test)
+        return held
+
+    def _chosen_uncached(self, test: cst.Comparison) -> bool:
         left, right = test.left, test.comparisons[0].comparator
         name, value = (left, string_value(right)) if isinstance(left, cst.Name) else (right, string_value(left))
         func = self.ctx.enclosing_function(test)
@@ -1470,7 +1477,7 @@ class Guards:
         if param is None or param.default is None or string_value(param.default) in (None, value) \
                 or any(self.ctx.enclosing_function(n) is func and n.value == name.value and _is_assigned(self.ctx, n)
                        for n in self.ctx.nodes(cst.Name)):
-            return False  # (no default, another default, or rebound in the function: the value is not the call's)
+            return False  # (no string default, the same value as default, or rebound in the function)
         sites = call_sites(self.ctx, func)
         if not sites:
             return False
