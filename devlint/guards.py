@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from devlint import devices
 from devlint.analysis import CommandLineOption, command_line_option, command_line_options, is_script, pytest_module
+from devlint.bindings import bindings
 from devlint.context import Context, decorator_target, dotted_name, own_method, string_value, walk
 from devlint.lazy import LazyModule
 from devlint.project import (
@@ -952,17 +953,21 @@ class Guards:
         """Does the block end by leaving (``raise``, ``sys.exit()``, ``parser.error()``; unless ``terminating``,
         also ``return`` / ``continue`` / ``break``)?"""
         body = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
-        if not body:
-            return False
-        last = body[-1]
-        small = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+        return bool(body) and self._leaves(body[-1], terminating, error_calls=True)
+
+    def _leaves(self, stmt: cst.CSTNode, terminating: bool, error_calls: bool) -> bool:
+        """Does the simple statement line ``stmt`` leave: ``raise``, an exit (``sys.exit()``, ``pytest.skip()``, a
+        test's ``self.skipTest(...)``, which raises unittest.SkipTest), with ``error_calls`` also ``parser.error(...)``
+        (any ``*.error`` call); unless ``terminating``, ``return`` / ``continue`` / ``break`` too?"""
+        small = stmt.body if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
         for s in small:
             if isinstance(s, cst.Raise) or (not terminating and isinstance(s, (cst.Return, cst.Continue, cst.Break))):
                 return True
             if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
                 name = self.ctx.qualname(s.value.func) or dotted_name(s.value.func) or ""
-                if name in devices.EXIT_CALLS or name.split(".")[-1] == "error" or name == "self.skipTest":
-                    return True  # parser.error(...); a test's self.skipTest(...) raises unittest.SkipTest
+                if name in devices.EXIT_CALLS or name == "self.skipTest" \
+                        or (error_calls and name.split(".")[-1] == "error"):
+                    return True
         return False
 
     def _first_guard_index(self, block: cst.CSTNode, body: Sequence[cst.BaseStatement]) -> int | None:
@@ -1474,9 +1479,9 @@ class Guards:
             return False
         param = next((p for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)
                       if p.name.value == name.value), None)
-        if param is None or param.default is None or string_value(param.default) in (None, value) \
-                or any(self.ctx.enclosing_function(n) is func and n.value == name.value and _is_assigned(self.ctx, n)
-                       for n in self.ctx.nodes(cst.Name)):
+        scope = bindings(self.ctx).scopes.get(func)
+        if param is None or param.default is None or string_value(param.default) in (None, value) or scope is None \
+                or any(b.node is not param for b in scope.bindings.get(name.value, [])):
             return False  # (no string default, the same value as default, or rebound in the function)
         sites = call_sites(self.ctx, func)
         if not sites:
@@ -1669,21 +1674,10 @@ class Guards:
         index = self._statement_index(block).get(id(child))
         key = id(block)
         if key not in self._block_exit:
-            self._block_exit[key] = next((i for i, stmt in enumerate(block.body) if self._always_leaves(stmt)), None)
+            self._block_exit[key] = next((i for i, stmt in enumerate(block.body)
+                                          if self._leaves(stmt, terminating=False, error_calls=False)), None)
         first = self._block_exit[key]
         return index is not None and first is not None and index > first
-
-    def _always_leaves(self, stmt: cst.BaseStatement) -> bool:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return False
-        for small in stmt.body:
-            if isinstance(small, (cst.Raise, cst.Return, cst.Continue, cst.Break)):
-                return True
-            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                name = self.ctx.qualname(small.value.func) or dotted_name(small.value.func) or ""
-                if name in devices.EXIT_CALLS or name == "self.skipTest":
-                    return True
-        return False
 
     def _initializes_apex_amp(self, block: cst.IndentedBlock | cst.Module) -> bool:
         """Is ``block`` a function's body or a module's top level that calls apex's ``amp.initialize(...)`` in a
@@ -1817,15 +1811,6 @@ def _reference(ctx: Context, name: cst.Name) -> bool:
     if isinstance(parent, cst.Arg):
         return parent.keyword is not name
     return not isinstance(parent, (cst.ImportAlias, cst.AsName, cst.Param))
-
-
-def _is_assigned(ctx: Context, name: cst.Name) -> bool:
-    """Is ``name`` the target of an assignment (``mode = "cpu"``, ``for mode in ...``, ``mode += ...``)?"""
-    parent = ctx.parent(name)
-    while isinstance(parent, (cst.Element, cst.Tuple, cst.List, cst.StarredElement)):
-        parent = ctx.parent(parent)
-    return isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr,
-                               cst.AsName))
 
 
 def _returns(stmt: cst.CSTNode) -> bool:

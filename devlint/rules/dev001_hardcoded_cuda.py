@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 from devlint import devices
 from devlint.analysis import (
@@ -807,17 +807,20 @@ def _handed_to_inert_parameter(ctx: Context, read: cst.BaseExpression, default: 
     never uses as a device with the option's default: LLaVA's ``load_pretrained_model(..., device=args.device)``,
     whose ``device="cuda"`` is used only under ``if device != "cuda":`` (analysis.parameter_used_as_device). The
     parameter must default to the option's own default (or to nothing), which the function rules out the same."""
-    arg = ctx.parent(read)
+    param = _inert_parameter(ctx, read)
+    return param is not None and (param.default is None
+                                  or (default is not None and string_value(param.default) == default))
+
+
+def _inert_parameter(ctx: Context, expr: cst.BaseExpression) -> cst.Param | None:
+    """The parameter that ``expr``, an argument of a call of a function or method of the project, binds, when
+    that function never uses it as a device (analysis.parameter_used_as_device); None otherwise."""
+    arg = ctx.parent(expr)
     call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
-    if not isinstance(arg, cst.Arg) or not isinstance(call, cst.Call) or arg.value is not read:
-        return False
+    if not isinstance(arg, cst.Arg) or not isinstance(call, cst.Call) or arg.value is not expr:
+        return None
     found = _parameter_for(ctx, call, arg)
-    if found is None:
-        return False
-    param_ctx, param = found
-    if param.default is not None and (default is None or string_value(param.default) != default):
-        return False
-    return not parameter_used_as_device(param_ctx, param)
+    return found[1] if found is not None and not parameter_used_as_device(*found) else None
 
 
 def _built_into_unused_device(ctx: Context, read: cst.BaseExpression) -> bool:
@@ -925,16 +928,23 @@ def _past_cuda_fallback(ctx: Context, read: cst.Attribute) -> bool:
     written = ctx.code(read)
     child: cst.CSTNode = read
     for anc in ctx.ancestors(read):
-        if isinstance(anc, cst.If) and child is anc.orelse and isinstance(anc.test, cst.BooleanOperation) \
-                and isinstance(anc.test.operator, cst.And):
-            sides = (anc.test.left, anc.test.right)
-            if _without_cuda(guards(ctx), anc.test) and any(
-                    isinstance(side, cst.Comparison) and any(ctx.code(n) == written for n in walk(side)
-                                                             if isinstance(n, cst.Attribute))
-                    and "cuda" in (ctx.code(side)) for side in sides):
-                return True
+        if isinstance(anc, cst.If) and child is anc.orelse and _falls_back_for(
+                ctx, guards(ctx), anc.test, lambda n: isinstance(n, cst.Attribute) and ctx.code(n) == written):
+            return True
         child = anc
     return False
+
+
+def _falls_back_for(ctx: Context, check: Guards, test: cst.BaseExpression,
+                    names_value: Callable[[cst.CSTNode], bool]) -> bool:
+    """Is ``test`` an ``and`` that holds when a value asks for CUDA and there is none: one side implies CUDA is
+    missing, and one side is a comparison that mentions ``"cuda"`` and a node ``names_value`` accepts (``"cuda" in
+    args.device``, ``device.type == th.device("cuda").type``)?"""
+    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)
+            and _without_cuda(check, test)):
+        return False
+    return any(isinstance(side, cst.Comparison) and "cuda" in ctx.code(side) and any(names_value(n) for n in walk(side))
+               for side in (test.left, test.right))
 
 
 def _inspected(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
@@ -1073,11 +1083,9 @@ def _flows_where_guarded(ctx: Context, read: cst.BaseExpression, depth: int) -> 
         expr, parent = parent, ctx.parent(parent)
     if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
         return True
-    if isinstance(parent, cst.Arg) and parent.value is expr and isinstance(ctx.parent(parent), cst.Call):
-        target = _parameter_for(ctx, cast(cst.Call, ctx.parent(parent)), parent)
-        if target is not None and not parameter_used_as_device(*target):
-            return True  # handed to a function of the project that never uses it as a device (YOLOS's
-            # get_val_json(data_loader, base_ds, device, ...), whose `samples.to(device)` is commented out)
+    if isinstance(expr, cst.BaseExpression) and _inert_parameter(ctx, expr) is not None:
+        return True  # handed to a function of the project that never uses it as a device (YOLOS's
+        # get_val_json(data_loader, base_ds, device, ...), whose `samples.to(device)` is commented out)
     return depth > 0 and isinstance(parent, cst.Assign) and isinstance(expr, cst.BaseExpression) \
         and _read_only_where_guarded(ctx, expr, depth - 1)
 
@@ -1103,13 +1111,9 @@ def _after_cuda_fallback(ctx: Context, read: cst.Name) -> bool:
 
 
 def _falls_back(ctx: Context, check: Guards, stmt: cst.If, name: str) -> bool:
-    test = stmt.test
-    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)
-            and _without_cuda(check, test)):
-        return False
-    if not any(isinstance(side, cst.Comparison) and "cuda" in ctx.code(side)
-               and any(isinstance(n, cst.Name) and n.value == name for n in walk(side))
-               for side in (test.left, test.right)):
+    """Does ``stmt`` fall back for the name (:func:`_falls_back_for`), its body ending in a ``return`` or
+    ``raise``, or rebinding the name?"""
+    if not _falls_back_for(ctx, check, stmt.test, lambda n: isinstance(n, cst.Name) and n.value == name):
         return False
     body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else []
     last = body[-1] if body else None
